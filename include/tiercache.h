@@ -1,0 +1,444 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * tiercache.h - the public API of libtiercache.
+ *
+ * libtiercache caches slow backing devices (HDDs, HDD arrays, remote block devices) on
+ * a fast cache device (SSD, NVMe), with per-volume read caching and write policies, the
+ * way SSD-caching RAID controllers (Adaptec maxCache, LSI CacheCade) do in firmware.
+ *
+ * Objects, in lifecycle order:
+ *   tc_ctx     execution context: clock, completion queue, worker thread (threaded mode)
+ *              or caller-driven polling (deterministic mode), log sink.
+ *   tc_dev     an asynchronous block device: a file or block device (io_uring), memory,
+ *              or a crash-test device that models volatile write caches and power loss.
+ *   tc_cache   a formatted cache device serving one or more volumes.
+ *   tc_volume  one formatted backing device attached to a cache, with its own settings.
+ *
+ * Conventions: sizes and offsets are in bytes, times in nanoseconds.  Functions return
+ * 0 (or a count) on success and a negative errno on failure; a failure is also logged
+ * through the context's log sink with the object and the value at fault.  Nothing in
+ * this API aborts on bad input.
+ *
+ * Threading: in TC_CTX_THREADED mode every function may be called from any thread and
+ * completions run on library threads (never inside tc_*_submit()).  In
+ * TC_CTX_DETERMINISTIC mode everything runs on the caller's thread: completions and
+ * timers run only inside tc_ctx_poll(), in an order chosen by the context's seed, and
+ * the clock only moves when the caller moves it (tc_ctx_advance()).
+ */
+#ifndef TIERCACHE_H
+#define TIERCACHE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/uio.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define TC_SECTOR_SIZE 512u     /* smallest addressable unit of a request, bytes */
+#define TC_UNIT_SIZE 4096u      /* valid/dirty granularity inside a cache line, bytes */
+#define TC_NAME_MAX 32          /* volume names: 1..31 bytes of [A-Za-z0-9._-] */
+
+typedef struct tc_ctx tc_ctx;
+typedef struct tc_dev tc_dev;
+typedef struct tc_cache tc_cache;
+typedef struct tc_volume tc_volume;
+
+/* ------------------------------------------------------------------------------------
+ * Context
+ */
+enum tc_ctx_mode {
+	TC_CTX_THREADED = 0,      /* worker thread, real clock (CLOCK_MONOTONIC) */
+	TC_CTX_DETERMINISTIC = 1, /* caller polls; virtual clock starting at 0 */
+};
+
+enum tc_log_level { TC_LOG_ERROR = 0, TC_LOG_WARN = 1, TC_LOG_INFO = 2, TC_LOG_DEBUG = 3 };
+
+/* Log sink: receives one formatted message without trailing newline. */
+typedef void (*tc_log_fn)(void *opaque, enum tc_log_level level, const char *msg);
+
+struct tc_ctx_opts {
+	enum tc_ctx_mode mode;
+	uint64_t seed;            /* deterministic mode: completion order; 0 is a valid seed */
+	enum tc_log_level log_level; /* messages above this level are dropped; default ERROR+WARN */
+};
+
+/*
+ * tc_ctx_new - create an execution context.
+ * @opts: NULL for threaded mode with default logging.
+ * Returns 0 and *out, -ENOMEM, or -errno from pthread_create.
+ */
+int tc_ctx_new(const struct tc_ctx_opts *opts, tc_ctx **out);
+
+/* tc_ctx_free - stop the worker and free the context.  Work still queued is dropped
+ * without being run (this is how a test simulates process death).  Devices and caches
+ * of the context must be closed or abandoned first. */
+void tc_ctx_free(tc_ctx *ctx);
+
+/* tc_ctx_set_log - replace the log sink (default: stderr).  Not thread-safe against
+ * concurrent logging; call before starting I/O. */
+void tc_ctx_set_log(tc_ctx *ctx, tc_log_fn fn, void *opaque, enum tc_log_level level);
+
+/* tc_ctx_now - current time in ns: CLOCK_MONOTONIC (threaded) or the virtual clock. */
+uint64_t tc_ctx_now(tc_ctx *ctx);
+
+/* tc_ctx_advance - deterministic mode only: move the virtual clock forward by @ns.
+ * Timers that become due run at the next tc_ctx_poll().  Returns -EINVAL in threaded mode. */
+int tc_ctx_advance(tc_ctx *ctx, uint64_t ns);
+
+/*
+ * tc_ctx_poll - deterministic mode: run up to @max queued work items (device
+ * completions, deferred engine steps), picking each one at random (seeded) among those
+ * queued, then every due timer.  Returns the number of items and timers run (0 when
+ * idle), or -EINVAL in threaded mode.
+ */
+int tc_ctx_poll(tc_ctx *ctx, unsigned max);
+
+/* tc_ctx_pending - deterministic mode: number of queued work items. */
+unsigned tc_ctx_pending(tc_ctx *ctx);
+
+/* ------------------------------------------------------------------------------------
+ * Requests and devices
+ */
+enum tc_op {
+	TC_OP_READ = 0,
+	TC_OP_WRITE = 1,
+	TC_OP_FLUSH = 2,        /* offset/length ignored */
+	TC_OP_DISCARD = 3,      /* no iov; data afterwards: old data or zeros */
+	TC_OP_WRITE_ZEROES = 4, /* no iov; a write of zeros */
+};
+
+#define TC_IO_FUA 0x1u          /* WRITE / WRITE_ZEROES: durable on completion */
+
+struct tc_io;
+/* Completion: @result is 0 or a negative errno.  The request may be reused or freed
+ * from inside the callback. */
+typedef void (*tc_io_done_fn)(struct tc_io *io, int result);
+
+/*
+ * struct tc_io - one block request, owned by the submitter until @done is called.
+ * @offset/@length: bytes; for devices aligned to the device's logical block size, for
+ * volumes aligned to TC_SECTOR_SIZE.  @iov/@iovcnt: READ and WRITE only; the iovec
+ * lengths must add up to @length.
+ */
+struct tc_io {
+	uint8_t op;             /* enum tc_op */
+	uint8_t flags;          /* TC_IO_* */
+	uint64_t offset;
+	uint64_t length;
+	const struct iovec *iov;
+	int iovcnt;
+	tc_io_done_fn done;
+	void *private_data;     /* the submitter's */
+	uint64_t internal[4];   /* reserved for the layer the request is submitted to */
+};
+
+struct tc_dev_info {
+	uint64_t size;            /* bytes */
+	uint32_t logical_block_size; /* bytes, 512 or 4096 */
+	bool direct;              /* O_DIRECT in use (file backend) */
+	const char *backend;      /* "file", "memory", "crash" */
+	const char *name;         /* path or a generated name */
+};
+
+/* Per-device counters, monotonic; read with tc_dev_stats(). */
+struct tc_dev_stats {
+	uint64_t reads, writes, flushes, discards, write_zeroes;
+	uint64_t bytes_read, bytes_written;
+	uint64_t errors;
+};
+
+#define TC_DEV_BUFFERED 0x1u  /* file backend: do not try O_DIRECT */
+#define TC_DEV_READONLY 0x2u
+#define TC_DEV_CREATE 0x4u    /* create the file if missing (size from tc_dev_open_file's @size) */
+
+/*
+ * tc_dev_open_file - open a regular file or block device through io_uring.
+ * @path: file or block device.  @flags: TC_DEV_*.  @size: with TC_DEV_CREATE, size to
+ * give a new or shorter file (sparse); otherwise ignored (the current size is used).
+ * O_DIRECT is used when the file system allows it unless TC_DEV_BUFFERED.
+ * Errors: -ENOENT, -EACCES, -EINVAL (size not a multiple of 4096 or zero), -errno.
+ */
+int tc_dev_open_file(tc_ctx *ctx, const char *path, unsigned flags, uint64_t size,
+		     tc_dev **out);
+
+/* tc_dev_new_memory - a zero-filled RAM device of @size bytes (multiple of 4096). */
+int tc_dev_new_memory(tc_ctx *ctx, uint64_t size, tc_dev **out);
+
+/*
+ * tc_dev_new_crash - a crash-test device over the file @path (its durable contents).
+ * Writes stay in a volatile layer until a FLUSH (FUA writes are durable on completion);
+ * reads see the newest data.  tc_crash_power_cut() then keeps a seed-chosen subset of
+ * the unflushed writes, at TC_UNIT_SIZE granularity, and fails all later I/O with -EIO.
+ * With TC_DEV_CREATE the file is created or extended to @size (sparse).
+ */
+int tc_dev_new_crash(tc_ctx *ctx, const char *path, unsigned flags, uint64_t size,
+		     uint64_t seed, tc_dev **out);
+
+/*
+ * tc_crash_power_cut - crash devices only: for every 4 KiB unit written since the last
+ * FLUSH, write to the file one of {its durable value, each value written to it since},
+ * chosen by the device's seed; drop the rest; from now on every request fails with
+ * -EIO.  Returns the number of units whose value changed on the file, or -EINVAL if
+ * @dev is not a crash device.
+ */
+int tc_crash_power_cut(tc_dev *dev);
+
+enum tc_fault_op { TC_FAULT_READ = 0, TC_FAULT_WRITE = 1, TC_FAULT_FLUSH = 2 };
+
+/*
+ * tc_crash_fail_nth - crash devices only: make the @nth (1-based, counted from this
+ * call) request of kind @op fail with -EIO; with @persistent every later one fails
+ * too.  @nth == 0 clears the fault.  Returns -EINVAL if @dev is not a crash device.
+ */
+int tc_crash_fail_nth(tc_dev *dev, enum tc_fault_op op, uint64_t nth, bool persistent);
+
+/* tc_dev_info - fill @info; strings stay valid until tc_dev_close(). */
+void tc_dev_info(tc_dev *dev, struct tc_dev_info *info);
+void tc_dev_stats(tc_dev *dev, struct tc_dev_stats *st);
+
+/*
+ * tc_dev_submit - submit @io to the device.  @done is always called, exactly once, from
+ * a completion context (never inside this call), with 0 or -EINVAL (out of range or
+ * misaligned), -EIO, -errno of the backend.
+ */
+void tc_dev_submit(tc_dev *dev, struct tc_io *io);
+
+/* tc_dev_close - close and free; the caller ensures no request is in flight. */
+void tc_dev_close(tc_dev *dev);
+
+/* Synchronous helpers for tools and tests: submit and wait (deterministic mode: poll
+ * until done).  Return 0 or -errno. */
+int tc_dev_pread(tc_dev *dev, void *buf, uint64_t len, uint64_t off);
+int tc_dev_pwrite(tc_dev *dev, const void *buf, uint64_t len, uint64_t off, unsigned flags);
+int tc_dev_flush(tc_dev *dev);
+
+/* ------------------------------------------------------------------------------------
+ * Settings
+ */
+enum tc_write_policy {
+	TC_WP_WT = 0, /* write-through: cache and backing; write misses allocate */
+	TC_WP_WB = 1, /* write-back: writes complete in the cache, the cleaner writes back */
+	TC_WP_WA = 2, /* write-around: misses go to backing only; hits update cache + backing */
+	TC_WP_PT = 3, /* pass-through: cache unused, cached copies invalidated on write */
+};
+
+enum tc_flush_rate {
+	TC_FLUSH_LOW = 0,    /* 16 MiB/s, only after 1 s without client I/O on the volume */
+	TC_FLUSH_MEDIUM = 1, /* 64 MiB/s, after 100 ms without client I/O; 16 MiB/s under load */
+	TC_FLUSH_HIGH = 2,   /* unlimited, always */
+};
+
+enum tc_admission {
+	TC_ADMIT_ALWAYS = 0, /* every read miss fills */
+	TC_ADMIT_NHIT = 1,   /* fill on the Nth access to a line within the history window */
+};
+
+enum tc_fill {
+	TC_FILL_SECTORS = 0, /* a read miss fills the requested 4 KiB units */
+	TC_FILL_LINE = 1,    /* a read miss fills every invalid unit of the line */
+};
+
+/* Per-volume settings, stored in both superblocks and changeable while I/O runs. */
+struct tc_volume_settings {
+	bool read_cache;          /* read misses may fill the cache */
+	uint8_t write_policy;     /* enum tc_write_policy */
+	uint8_t flush_rate;       /* enum tc_flush_rate */
+	uint8_t admission;        /* enum tc_admission */
+	uint8_t fill;             /* enum tc_fill */
+	uint32_t nhit;            /* N for TC_ADMIT_NHIT, 1..255 */
+	uint64_t seq_cutoff;      /* bytes; a stream this long bypasses the cache; 0 = off */
+};
+
+/* tc_volume_settings_default - read cache on, wb, medium, always, sectors, nhit 2,
+ * seq_cutoff 4 MiB. */
+void tc_volume_settings_default(struct tc_volume_settings *s);
+
+enum tc_replacement {
+	TC_REPL_LRU = 0,    /* exact LRU, one policy lock (baseline) */
+	TC_REPL_S3FIFO = 1, /* S3-FIFO (Yang et al., SOSP'23); lock-free hits */
+};
+
+/* Cache-wide settings, given at format time, stored in the cache superblock. */
+struct tc_cache_opts {
+	uint32_t line_size;        /* bytes, power of two 4 KiB..64 KiB; default 64 KiB */
+	uint8_t replacement;       /* enum tc_replacement; default S3FIFO */
+	uint32_t commit_interval_ms; /* metadata commit period without FLUSH; default 1000 */
+	uint8_t dirty_low_pct;     /* cleaner hysteresis low watermark; default 40 */
+	uint8_t dirty_high_pct;    /* above it the cleaner runs flat out; default 70 */
+};
+
+void tc_cache_opts_default(struct tc_cache_opts *o);
+
+/* ------------------------------------------------------------------------------------
+ * Formatting (offline; destroys what the device held)
+ */
+
+/*
+ * tc_cache_format - write an empty cache onto @dev: two superblock copies, an empty
+ * metadata area, no volumes.  @opts NULL for defaults.
+ * Errors: -EINVAL (bad option: the message names it), -ENOSPC (device too small for
+ * 16 cache lines plus metadata), -EIO.
+ */
+int tc_cache_format(tc_ctx *ctx, tc_dev *dev, const struct tc_cache_opts *opts);
+
+/*
+ * tc_backing_format - write a backing superblock onto @dev naming the volume @name.
+ * The volume's data starts at TC_BACKING_DATA_OFFSET; its size is the rest of the
+ * device rounded down to 4 KiB.  @settings NULL for defaults.
+ * Errors: -EINVAL (name), -ENOSPC, -EIO.
+ */
+#define TC_BACKING_DATA_OFFSET (1u << 20)
+int tc_backing_format(tc_ctx *ctx, tc_dev *dev, const char *name,
+		      const struct tc_volume_settings *settings);
+
+/* ------------------------------------------------------------------------------------
+ * Cache and volumes
+ */
+
+/*
+ * tc_cache_open - load the cache on @dev: validate its superblocks and metadata,
+ * recover after a crash (clean lines are dropped, dirty lines kept), and mark it in use.
+ * Volumes stay offline until their backing is attached.  The cache does not own @dev.
+ * Errors: -EINVAL / -EUCLEAN (no or damaged superblock, damaged metadata block: the
+ * message says which copy and why), -EIO.
+ */
+int tc_cache_open(tc_ctx *ctx, tc_dev *dev, tc_cache **out);
+
+/*
+ * tc_cache_close - clean shutdown: wait for in-flight requests (the caller has stopped
+ * submitting), commit metadata, mark the superblock clean.  Dirty lines stay in the
+ * cache for the next open.  Frees the cache and its volumes even on error.
+ */
+int tc_cache_close(tc_cache *cache);
+
+/* tc_cache_abandon - free all memory without any I/O: process death, for crash tests. */
+void tc_cache_abandon(tc_cache *cache);
+
+#define TC_ATTACH_DISCARD_DIRTY 0x1u /* stale backing: drop the cache's dirty lines for it */
+
+/*
+ * tc_cache_attach - bring the volume on backing @dev online.  A backing formatted but
+ * never attached becomes a new volume of this cache; a known backing gets its cached
+ * lines back.  @settings: NULL keeps the stored settings; otherwise they replace them
+ * (leaving write-back drains first, as tc_volume_set()).
+ * Errors: -ENOSPC (volume table full), -EEXIST (already online), -ESTALE (the backing
+ * was written without this cache while the cache holds dirty data for it; with
+ * TC_ATTACH_DISCARD_DIRTY the lines are dropped instead), -EBUSY (the backing belongs
+ * to another cache), -EINVAL (not a tiercache backing), -EIO.
+ */
+int tc_cache_attach(tc_cache *cache, tc_dev *dev, const struct tc_volume_settings *settings,
+		    unsigned flags, tc_volume **out);
+
+/* tc_cache_find - the online volume named @name, or NULL. */
+tc_volume *tc_cache_find(tc_cache *cache, const char *name);
+
+/* Progress of long operations (flush, detach, policy change): dirty bytes left and at
+ * the start.  Returning non-zero interrupts the operation (it then returns -EINTR,
+ * leaving the volume as it was, dirty data intact). */
+typedef int (*tc_progress_fn)(void *opaque, uint64_t dirty_left, uint64_t dirty_start);
+
+/*
+ * tc_volume_set - change settings live.  Leaving TC_WP_WB first drains the volume's
+ * dirty data (writes meanwhile go write-through), then stores the settings.
+ * Errors: -EINVAL (a field out of range: the message names it), -EINTR, -EIO.
+ */
+int tc_volume_set(tc_volume *vol, const struct tc_volume_settings *s, tc_progress_fn fn,
+		  void *opaque);
+void tc_volume_get(tc_volume *vol, struct tc_volume_settings *s);
+
+/*
+ * tc_volume_flush_dirty - write back every dirty line of the volume, then commit.
+ * New writes go write-through meanwhile so it always finishes.  Blocks (deterministic
+ * mode: polls).  Errors: -EINTR, -EIO.
+ */
+int tc_volume_flush_dirty(tc_volume *vol, tc_progress_fn fn, void *opaque);
+
+#define TC_DETACH_DISCARD_DIRTY 0x1u
+
+/*
+ * tc_volume_detach - drain dirty data (unless TC_DETACH_DISCARD_DIRTY), drop the
+ * volume's lines, remove it from the cache and the cache link from the backing.  The
+ * caller has stopped submitting to @vol; @vol is freed on success.  On -EINTR or error
+ * the volume stays attached and usable.
+ */
+int tc_volume_detach(tc_volume *vol, unsigned flags, tc_progress_fn fn, void *opaque);
+
+/*
+ * tc_volume_submit - submit a request.  READ/WRITE/WRITE_ZEROES/DISCARD ranges must be
+ * aligned to TC_SECTOR_SIZE and inside the volume; FLUSH covers every write completed
+ * before it was submitted, on the whole volume.  @done is called exactly once, possibly
+ * before this call returns for requests refused at once (-EINVAL); -EIO otherwise.
+ */
+void tc_volume_submit(tc_volume *vol, struct tc_io *io);
+
+/* Synchronous helpers (wait or poll until done). */
+int tc_volume_pread(tc_volume *vol, void *buf, uint64_t len, uint64_t off);
+int tc_volume_pwrite(tc_volume *vol, const void *buf, uint64_t len, uint64_t off,
+		     unsigned flags);
+int tc_volume_io(tc_volume *vol, enum tc_op op, unsigned flags, void *buf, uint64_t len,
+		 uint64_t off);
+
+uint64_t tc_volume_size(tc_volume *vol);  /* bytes */
+const char *tc_volume_name(tc_volume *vol);
+
+/* ------------------------------------------------------------------------------------
+ * Statistics
+ */
+struct tc_volume_stats {
+	uint64_t read_hits, read_partial_hits, read_misses;     /* per line touched */
+	uint64_t write_hits, write_partial_hits, write_misses;
+	uint64_t reads, writes, flushes, discards, write_zeroes; /* client requests */
+	uint64_t bytes_read, bytes_written;                     /* client bytes */
+	uint64_t promotions;        /* lines filled or allocated */
+	uint64_t evictions;         /* lines of this volume evicted */
+	uint64_t bypassed_seq;      /* requests bypassing the cache: sequential cutoff */
+	uint64_t bypassed_admission;/* read misses not filled: admission said no */
+	uint64_t bypassed_bytes;
+	uint64_t dirty_bytes;       /* now */
+	uint64_t cached_bytes;      /* valid bytes now */
+	uint64_t writeback_bytes;   /* written back by the cleaner */
+	uint64_t writeback_ios;
+	uint64_t writeback_rate;    /* bytes/s over the last second */
+	uint64_t errors;            /* requests completed with an error */
+	uint64_t cache_errors, backing_errors;
+	bool fallback_pt;           /* pass-through after cache-device errors */
+	bool draining;              /* flush/detach/policy change in progress */
+};
+
+struct tc_cache_stats {
+	uint64_t lines, lines_used, lines_dirty;
+	uint64_t line_size;
+	uint64_t dirty_bytes;
+	uint64_t commits, commit_blocks;  /* metadata commits and 4 KiB blocks written */
+	uint64_t mem_bytes_per_line;      /* metadata + index + replacement links, bytes */
+	uint64_t mem_ghost_bytes;         /* replacement ghosts, bytes total */
+	uint64_t mem_admission_bytes;     /* admission history, bytes total */
+	uint64_t recovered_dirty_lines, recovered_dropped_lines;
+	uint64_t recovery_ns;             /* time spent loading metadata at open */
+	struct tc_dev_stats dev;
+};
+
+void tc_volume_stats(tc_volume *vol, struct tc_volume_stats *st);
+void tc_volume_stats_reset(tc_volume *vol);
+void tc_cache_stats(tc_cache *cache, struct tc_cache_stats *st);
+
+/* tc_volume_stats_json - counters as a JSON object (snake_case keys, bytes in bytes).
+ * Returns a malloc'ed string (free() it) or NULL on -ENOMEM. */
+char *tc_volume_stats_json(tc_volume *vol);
+char *tc_cache_stats_json(tc_cache *cache);
+
+/* Names of enum values ("wb", "s3fifo", ...) and their parsers (-EINVAL if unknown). */
+const char *tc_write_policy_name(unsigned wp);
+int tc_write_policy_parse(const char *s);
+const char *tc_flush_rate_name(unsigned r);
+int tc_flush_rate_parse(const char *s);
+const char *tc_replacement_name(unsigned r);
+int tc_replacement_parse(const char *s);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* TIERCACHE_H */

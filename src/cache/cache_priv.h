@@ -1,0 +1,260 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * cache_priv.h - the cache engine's private structures.
+ *
+ * Map: a flat array of struct tc_line (one per cache slot) plus a chained hash index
+ * (buckets[] of slot numbers, chains through tc_line.hnext).  A bucket belongs to a
+ * stripe; the stripe mutex protects the bucket chains, the lines hashed there and the
+ * in-flight records of those lines.  No cache-wide lock on the hit path.
+ *
+ * In-flight records (struct tc_inflight) exist only for lines with requests in
+ * progress: they are the line lock (readers / one writer, FIFO waiters), coalesce
+ * misses (the second miss waits for the first fill, then hits), and carry the line's
+ * generation, bumped by every write, discard and invalidation, so the cleaner can tell
+ * whether a line was rewritten while its writeback was in flight.
+ *
+ * Lock order: stripe lock -> md block lock.  The allocator lock is taken with no
+ * stripe lock held; under it, victims' stripes are only try-locked.
+ */
+#ifndef TC_CACHE_PRIV_H
+#define TC_CACHE_PRIV_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include "ctx.h"
+#include "dev.h"
+#include "format.h"
+#include "line.h"
+#include "policy.h"
+
+#define TC_COMMIT_ERR_LIMIT 3    /* cache-device errors before pass-through fallback */
+#define TC_TICK_NS 10000000ull   /* cleaner / commit timer period: 10 ms */
+#define TC_CLEAN_BATCH 64        /* lines per writeback batch */
+
+struct tc_sub;
+struct tc_cache;
+
+struct tc_inflight {
+	uint64_t key;
+	struct tc_inflight *next;
+	uint32_t refs;          /* holders, waiters and cleaner references */
+	uint32_t readers;
+	bool writer;
+	uint32_t gen;
+	struct tc_sub *wait_head, *wait_tail;
+};
+
+struct tc_stripe {
+	pthread_mutex_t lock;
+	struct tc_inflight *inflight;
+} __attribute__((aligned(64)));
+
+/* Group commit of metadata; metadata.c. */
+struct tc_commit_waiter {
+	void (*fn)(struct tc_commit_waiter *w, int result);
+	uint64_t target;                 /* commit sequence that satisfies it */
+	struct tc_commit_waiter *next;
+};
+
+struct tc_meta {
+	pthread_mutex_t lock;
+	uint32_t nblocks;
+	_Atomic uint8_t *block_dirty;    /* 1 per block changed since its last snapshot */
+	uint8_t *copy_latest;            /* per block: copy (0/1) holding the newest version */
+	pthread_mutex_t *block_locks;    /* per block: entry consistency for snapshots */
+	uint64_t seq;                    /* last commit started */
+	uint64_t done_seq;               /* last commit finished (success or failure) */
+	bool running, again;
+	struct tc_commit_waiter *waiters;
+	uint64_t last_commit_ns;
+	/* The commit in flight. */
+	uint32_t *snap_blocks;           /* block numbers */
+	uint32_t nsnap;
+	uint8_t *snap_buf;               /* nsnap * 4096, aligned */
+	struct tc_md_block *scratch;
+	int step, pending, err;
+	struct tc_work work;
+	struct tc_io *ios;               /* one per block + flushes */
+	struct iovec *iovs;
+	struct tc_cache *cache;
+};
+
+struct tc_volume {
+	struct tc_cache *cache;
+	tc_dev *backing;
+	uint8_t id;
+	char name[TC_NAME_MAX];
+	uint64_t size;                   /* bytes */
+	struct tc_backing_sb bsb;
+	int bsb_latest;                  /* copy holding the newest backing superblock */
+	struct tc_volume_settings set;   /* read without lock on the I/O path (fields are
+					  * single bytes / words updated atomically enough) */
+	_Atomic int draining;            /* >0: writes go write-through, cleaner flat out */
+	_Atomic uint64_t dirty_units;    /* 4 KiB units dirty */
+	_Atomic uint64_t valid_units;
+	_Atomic uint64_t last_io_ns;
+	_Atomic int inflight_reqs;
+	struct tc_seq seq;
+	/* Cleaner state. */
+	uint64_t clean_cursor;           /* next line number in elevator order */
+	uint64_t tokens;                 /* writeback budget, bytes */
+	uint64_t rate_window_start, rate_window_bytes, rate_last;
+	/* Counters (atomic). */
+	_Atomic uint64_t st[32];
+};
+
+/* Indexes into tc_volume.st[] */
+enum {
+	ST_READ_HITS, ST_READ_PARTIAL, ST_READ_MISSES, ST_WRITE_HITS, ST_WRITE_PARTIAL,
+	ST_WRITE_MISSES, ST_READS, ST_WRITES, ST_FLUSHES, ST_DISCARDS, ST_WRITE_ZEROES,
+	ST_BYTES_READ, ST_BYTES_WRITTEN, ST_PROMOTIONS, ST_EVICTIONS, ST_BYPASS_SEQ,
+	ST_BYPASS_ADMIT, ST_BYPASS_BYTES, ST_WB_BYTES, ST_WB_IOS, ST_ERRORS,
+	ST_CACHE_ERRORS, ST_BACKING_ERRORS, ST__COUNT
+};
+_Static_assert(ST__COUNT <= 32, "stats array");
+
+struct tc_cleaner {
+	bool busy;                       /* a batch is in flight */
+	struct tc_volume *vol;
+	uint32_t n;                      /* lines in the batch */
+	struct tc_clean_line {
+		uint32_t slot, line_no;
+		uint16_t mask;               /* units written back */
+		uint32_t gen;
+		struct tc_inflight *inf;
+		uint8_t *buf;
+	} lines[TC_CLEAN_BATCH];
+	uint8_t *bufs;                   /* TC_CLEAN_BATCH * line_size */
+	int pending, err;
+	int step;
+	struct tc_io *ios;               /* TC_CLEAN_BATCH * 2 + 1 */
+	struct iovec *iovs;
+	struct tc_work work;
+	uint64_t *scan;                  /* scratch: line_no << 32 | slot of dirty lines */
+	uint32_t scan_cap;
+	_Atomic uint64_t batches_done;
+};
+
+struct tc_cache {
+	tc_ctx *ctx;
+	tc_dev *dev;
+	struct tc_cache_sb sb;
+	int sb_latest;
+	pthread_mutex_t mgmt_lock;       /* superblock writes, volume table, attach/detach */
+	uint32_t line_size, units, unit_mask_all;
+	unsigned line_shift;
+	uint32_t nslots;
+	struct tc_line *lines;
+	uint32_t *buckets;
+	uint32_t bucket_mask;
+	struct tc_stripe *stripes;
+	uint32_t stripe_mask;
+	/* Allocator. */
+	pthread_mutex_t alloc_lock;
+	uint32_t *free_slots;
+	uint32_t nfree;
+	const struct tc_repl_ops *repl_ops;
+	struct tc_repl *repl;
+	struct tc_admit admit;
+	struct tc_meta meta;
+	struct tc_cleaner cleaner;
+	struct tc_timer tick;
+	bool closing;
+	struct tc_volume *vols[TC_MAX_VOLUMES + 1];   /* online volumes by id */
+	_Atomic uint64_t dirty_lines, used_lines;
+	_Atomic uint64_t cache_errors;
+	_Atomic bool failed;             /* pass-through fallback for every volume */
+	bool pressure;                   /* dirty above high watermark until below low */
+	_Atomic uint64_t commits, commit_blocks;
+	uint64_t recovered_dirty, recovered_dropped, recovery_ns;
+	_Atomic int inflight_reqs;
+};
+
+/* ---- map (cache.c) ---- */
+static inline uint32_t tc_hash_key(uint64_t key)
+{
+	key ^= key >> 33;
+	key *= 0xff51afd7ed558ccdull;
+	key ^= key >> 33;
+	key *= 0xc4ceb9fe1a85ec53ull;
+	key ^= key >> 33;
+	return (uint32_t)key;
+}
+static inline struct tc_stripe *tc_stripe_of(struct tc_cache *c, uint64_t key)
+{
+	return &c->stripes[tc_hash_key(key) & c->bucket_mask & c->stripe_mask];
+}
+/* Under the stripe lock of @key. */
+uint32_t tc_map_lookup(struct tc_cache *c, uint64_t key);
+void tc_map_insert(struct tc_cache *c, uint32_t slot);
+void tc_map_remove(struct tc_cache *c, uint32_t slot);
+
+/* Line state changes under the stripe lock: update valid/dirty with accounting and
+ * mark the md block changed. */
+void tc_line_set_bits(struct tc_cache *c, uint32_t slot, uint16_t valid, uint16_t dirty);
+/* Unmap a slot entirely (stripe lock held): drops valid/dirty with accounting. */
+void tc_line_unmap(struct tc_cache *c, uint32_t slot);
+
+/* In-flight records (stripe lock held). */
+struct tc_inflight *tc_inflight_get(struct tc_cache *c, struct tc_stripe *s, uint64_t key,
+				    bool create);
+void tc_inflight_put(struct tc_cache *c, struct tc_stripe *s, struct tc_inflight *inf);
+
+/* Allocation: a slot for @key, not yet in the hash, vol/line_no set and inserted in
+ * the policy.  No stripe lock held.  Returns TC_SLOT_NONE if nothing is evictable. */
+uint32_t tc_slot_alloc(struct tc_cache *c, uint8_t vol, uint32_t line_no);
+
+/* ---- metadata (metadata.c) ---- */
+int tc_meta_init(struct tc_cache *c);
+void tc_meta_fini(struct tc_cache *c);
+static inline void tc_meta_mark(struct tc_cache *c, uint32_t slot)
+{
+	atomic_store_explicit(&c->meta.block_dirty[slot / TC_MD_ENTRIES_PER_BLOCK], 1,
+			      memory_order_release);
+}
+/* Wait for a commit that starts after this call; @w->fn runs on completion. */
+void tc_meta_commit_wait(struct tc_cache *c, struct tc_commit_waiter *w);
+/* Periodic: start a commit if blocks changed and the interval passed. */
+void tc_meta_tick(struct tc_cache *c, uint64_t now);
+/* Synchronous commit (management paths). */
+int tc_meta_commit_sync(struct tc_cache *c);
+/* Write every block (format) or load all blocks (open) - synchronous. */
+int tc_meta_format(struct tc_cache *c);
+int tc_meta_load(struct tc_cache *c, bool trust_clean);
+/* Superblocks - synchronous. */
+int tc_cache_sb_write(struct tc_cache *c);
+int tc_backing_sb_write(struct tc_volume *v);
+bool tc_meta_idle(struct tc_cache *c);
+
+/* ---- requests (request.c) ---- */
+void tc_cache_error(struct tc_cache *c, struct tc_volume *v, const char *what, int err);
+/* Drop a shared hold the cleaner took directly on @inf (stripe lock not held), waking
+ * waiters; the reference stays. */
+void tc_inflight_release_shared(struct tc_cache *c, struct tc_stripe *s,
+				struct tc_inflight *inf);
+
+/* ---- cleaner (cleaner.c) ---- */
+int tc_cleaner_init(struct tc_cache *c);
+void tc_cleaner_fini(struct tc_cache *c);
+void tc_cleaner_tick(struct tc_cache *c, uint64_t now);
+/* Drain the volume's dirty data (blocking); used by flush, detach and set. */
+int tc_cleaner_drain(struct tc_volume *v, tc_progress_fn fn, void *opaque);
+
+/* ---- stats (stats.c) ---- */
+static inline void tc_stat_add(struct tc_volume *v, int idx, uint64_t n)
+{
+	atomic_fetch_add_explicit(&v->st[idx], n, memory_order_relaxed);
+}
+
+static inline unsigned tc_popcount16(uint16_t x) { return (unsigned)__builtin_popcount(x); }
+
+/* Mask of units [a, b) */
+static inline uint16_t tc_units_mask(unsigned a, unsigned b)
+{
+	return (uint16_t)(((1u << b) - 1u) & ~((1u << a) - 1u));
+}
+
+/* Aligned buffer allocation for device I/O (4096-aligned). */
+void *tc_alloc_buf(size_t len);
+
+#endif /* TC_CACHE_PRIV_H */

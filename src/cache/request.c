@@ -1,0 +1,1070 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * request.c - the I/O paths: a client request is split into one sub-request per cache
+ * line; each sub-request takes the line lock (an in-flight record, see cache_priv.h),
+ * plans under the stripe lock, then runs up to three rounds of device I/O and
+ * finishes under the stripe lock again.  Nothing blocks a thread: a sub-request that
+ * must wait for a line is queued on the line's in-flight record and resumed by the
+ * holder's unlock through a context work item.
+ *
+ * Paths per line (effective write policy in brackets):
+ *   read hit              slot -> client (shared line lock; directly into the client's
+ *                         buffers when 4 KiB aligned)
+ *   read miss             backing -> buffer; valid units of the slot -> buffer (they may
+ *                         be dirty: the backing copy is stale); fill the admitted
+ *                         invalid units into the slot; buffer -> client
+ *   write [wb]            partial 4 KiB units read (slot if valid, else backing), merged,
+ *                         written to the slot; units become valid + dirty; FUA waits for
+ *                         the next metadata commit
+ *   write [wt, wa]        backing and slot in parallel; valid units stay as dirty as they
+ *                         were (during a drain the cleaner still owes the backing a
+ *                         FLUSH for them); wt allocates on a miss, wa does not
+ *   write [pt, bypass]    backing only, cached units invalidated; when the line holds
+ *                         dirty units in the range it is updated as in wa instead
+ *   discard               fully covered units invalidated (old data or zeros afterwards),
+ *                         then discarded on the backing
+ *   flush                 backing FLUSH and a metadata commit, in parallel
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include "cache_priv.h"
+
+enum { SUB_READ, SUB_WRITE, SUB_DISCARD };
+enum { ROUTE_WB, ROUTE_WT, ROUTE_WA, ROUTE_PT };
+
+#define SUB_MAX_IOS 18   /* 16 runs + backing + spare */
+
+struct tc_req {
+	struct tc_volume *vol;
+	struct tc_io *io;
+	_Atomic int left;
+	_Atomic int err;
+	bool seq_bypass;
+	uint32_t nsubs;
+	/* FLUSH */
+	struct tc_commit_waiter cw;
+	struct tc_io bflush;
+	struct tc_sub *subs;
+};
+
+struct tc_sub {
+	struct tc_req *req;
+	struct tc_sub *wnext;
+	struct tc_cache *c;
+	struct tc_volume *vol;
+	uint64_t key;
+	uint32_t line_no;
+	uint32_t off, len;         /* bytes within the line */
+	uint64_t data_off;         /* bytes into the request's data */
+	uint8_t kind;
+	bool fua, zeroes;
+	bool want_excl, excl, holding, slot_new;
+	uint8_t route;
+	struct tc_inflight *inf;
+	struct tc_stripe *stripe;
+	uint32_t slot;
+	uint16_t touched, full;    /* units touched / fully covered */
+	uint16_t from_cache;       /* units read from the slot */
+	uint16_t fill;             /* units written to the slot after a backing read */
+	uint16_t cache_write;      /* units written to the slot by a write */
+	uint16_t rmw_backing;      /* partial units merged from the backing */
+	uint16_t rmw_cache;        /* partial units merged from the slot */
+	uint32_t bspan_lo, bspan_hi; /* read miss: backing read units [lo, hi) */
+	bool direct;               /* hit or write straight from/to the client's iovecs */
+	bool backing_write;
+	uint8_t *buf;              /* line-sized bounce buffer */
+	int step;
+	_Atomic int pending;
+	_Atomic int cache_err, backing_err;
+	struct tc_work work;
+	struct tc_commit_waiter cw;
+	int nios;
+	struct tc_io ios[SUB_MAX_IOS];
+	struct iovec iov_inline[SUB_MAX_IOS];
+	struct iovec *iov_direct;  /* client iov slice */
+	int iov_direct_cnt;
+};
+
+static void sub_step(struct tc_sub *s);
+static void sub_locked(struct tc_sub *s);
+
+/* ---- small helpers ---------------------------------------------------------------- */
+
+static inline uint64_t slot_offset(struct tc_cache *c, uint32_t slot, uint32_t off)
+{
+	return c->sb.data_offset + (uint64_t)slot * c->line_size + off;
+}
+
+static inline uint64_t backing_offset(struct tc_sub *s, uint32_t off)
+{
+	return TC_BACKING_DATA_OFFSET + ((uint64_t)s->line_no << s->c->line_shift) + off;
+}
+
+void *tc_alloc_buf(size_t len)
+{
+	void *p = NULL;
+	if (posix_memalign(&p, 4096, len ? len : 4096))
+		return NULL;
+	return p;
+}
+
+/* Build an iovec array for [skip, skip + len) of the client's iovecs. */
+static int iov_slice(const struct iovec *iov, int cnt, size_t skip, size_t len,
+		     struct iovec **out, int *outcnt)
+{
+	int i = 0, n = 0;
+	while (i < cnt && skip >= iov[i].iov_len) {
+		skip -= iov[i].iov_len;
+		i++;
+	}
+	int first = i;
+	size_t need = len, sk = skip;
+	for (; i < cnt && need; i++) {
+		size_t take = iov[i].iov_len - sk;
+		if (take > need)
+			take = need;
+		need -= take;
+		sk = 0;
+		n++;
+	}
+	if (need)
+		return -EINVAL;
+	struct iovec *v = malloc(sizeof(*v) * (size_t)(n ? n : 1));
+	if (!v)
+		return -ENOMEM;
+	need = len;
+	sk = skip;
+	for (int j = 0; j < n; j++) {
+		const struct iovec *src = &iov[first + j];
+		size_t take = src->iov_len - sk;
+		if (take > need)
+			take = need;
+		v[j].iov_base = (char *)src->iov_base + sk;
+		v[j].iov_len = take;
+		need -= take;
+		sk = 0;
+	}
+	*out = v;
+	*outcnt = n;
+	return 0;
+}
+
+static bool iov_aligned(const struct iovec *iov, int cnt)
+{
+	for (int i = 0; i < cnt; i++)
+		if (((uintptr_t)iov[i].iov_base | iov[i].iov_len) & 4095)
+			return false;
+	return true;
+}
+
+/* ---- cache-device error accounting and fallback ------------------------------------ */
+
+void tc_cache_error(struct tc_cache *c, struct tc_volume *v, const char *what, int err)
+{
+	if (v)
+		tc_stat_add(v, ST_CACHE_ERRORS, 1);
+	uint64_t n = atomic_fetch_add(&c->cache_errors, 1) + 1;
+	if (n == TC_COMMIT_ERR_LIMIT && !atomic_exchange(&c->failed, true))
+		tc_err(c->ctx, "cache %s: %llu I/O errors (last: %s: %s); every volume falls "
+		       "back to pass-through, dirty data stays readable from the cache where "
+		       "possible", c->dev->name, (unsigned long long)n, what, strerror(-err));
+	else if (n < TC_COMMIT_ERR_LIMIT)
+		tc_warn(c->ctx, "cache %s: %s failed: %s", c->dev->name, what, strerror(-err));
+}
+
+/* ---- device I/O fan-out ------------------------------------------------------------ */
+
+static void sub_io_put(struct tc_sub *s)
+{
+	if (atomic_fetch_sub_explicit(&s->pending, 1, memory_order_acq_rel) == 1)
+		sub_step(s);
+}
+
+static void sub_io_done(struct tc_io *io, int result)
+{
+	struct tc_sub *s = io->private_data;
+	if (result < 0) {
+		if (io->internal[3] == 1)
+			atomic_store(&s->cache_err, result);
+		else
+			atomic_store(&s->backing_err, result);
+	}
+	sub_io_put(s);
+}
+
+/* Start one device request of the current round.  @on_cache selects the device. */
+static void sub_io(struct tc_sub *s, bool on_cache, uint8_t op, uint8_t flags, uint64_t off,
+		   const struct iovec *iov, int iovcnt, uint64_t len)
+{
+	struct tc_io *io = &s->ios[s->nios++];
+	memset(io, 0, sizeof(*io));
+	io->op = op;
+	io->flags = flags;
+	io->offset = off;
+	io->length = len;
+	io->iov = iov;
+	io->iovcnt = iovcnt;
+	io->done = sub_io_done;
+	io->private_data = s;
+	/* internal[] belongs to the device layer except [3], which it leaves alone. */
+	io->internal[3] = on_cache;
+	atomic_fetch_add(&s->pending, 1);
+	tc_dev_submit(on_cache ? s->c->dev : s->vol->backing, io);
+}
+
+static void round_begin(struct tc_sub *s)
+{
+	s->nios = 0;
+	atomic_store(&s->pending, 1);   /* bias: released by round_end() */
+}
+
+static void round_end(struct tc_sub *s)
+{
+	sub_io_put(s);
+}
+
+/* One slot I/O per run of consecutive units of @mask, through the bounce buffer. */
+static void sub_slot_runs(struct tc_sub *s, uint16_t mask, bool write)
+{
+	struct tc_cache *c = s->c;
+	unsigned u = 0;
+	while (u < c->units) {
+		if (!(mask & (1u << u))) {
+			u++;
+			continue;
+		}
+		unsigned e = u;
+		while (e < c->units && (mask & (1u << e)))
+			e++;
+		struct iovec *v = &s->iov_inline[s->nios];
+		v->iov_base = s->buf + (size_t)u * TC_UNIT_SIZE;
+		v->iov_len = (size_t)(e - u) * TC_UNIT_SIZE;
+		sub_io(s, true, write ? TC_OP_WRITE : TC_OP_READ, 0,
+		       slot_offset(c, s->slot, u * TC_UNIT_SIZE), v, 1, v->iov_len);
+		u = e;
+	}
+}
+
+/* ---- line lock ---------------------------------------------------------------------- */
+
+/* Grant the line to waiters at the head of the queue (stripe lock held); returns the
+ * list of granted sub-requests, to be resumed after the stripe lock is dropped. */
+static struct tc_sub *line_grant(struct tc_inflight *inf)
+{
+	struct tc_sub *granted = NULL, **tail = &granted;
+	while (inf->wait_head && !inf->writer) {
+		struct tc_sub *w = inf->wait_head;
+		if (w->want_excl) {
+			if (inf->readers)
+				break;
+			inf->writer = true;
+		} else {
+			inf->readers++;
+		}
+		inf->wait_head = w->wnext;
+		if (!inf->wait_head)
+			inf->wait_tail = NULL;
+		w->wnext = NULL;
+		w->excl = w->want_excl;
+		w->holding = true;
+		*tail = w;
+		tail = &w->wnext;
+		if (w->want_excl)
+			break;
+	}
+	return granted;
+}
+
+static void sub_resume_work(struct tc_work *w)
+{
+	struct tc_sub *s = (struct tc_sub *)((char *)w - offsetof(struct tc_sub, work));
+	pthread_mutex_lock(&s->stripe->lock);
+	sub_locked(s);
+}
+
+static void resume_granted(struct tc_cache *c, struct tc_sub *g)
+{
+	while (g) {
+		struct tc_sub *n = g->wnext;
+		g->wnext = NULL;
+		g->work.fn = sub_resume_work;
+		tc_ctx_defer(c->ctx, &g->work);
+		g = n;
+	}
+}
+
+void tc_inflight_release_shared(struct tc_cache *c, struct tc_stripe *s,
+				struct tc_inflight *inf)
+{
+	pthread_mutex_lock(&s->lock);
+	inf->readers--;
+	struct tc_sub *g = line_grant(inf);
+	pthread_mutex_unlock(&s->lock);
+	resume_granted(c, g);
+}
+
+/* Release the line (stripe lock held); returns waiters to resume. */
+static struct tc_sub *line_release_locked(struct tc_cache *c, struct tc_sub *s)
+{
+	struct tc_inflight *inf = s->inf;
+	if (s->excl)
+		inf->writer = false;
+	else
+		inf->readers--;
+	s->holding = false;
+	struct tc_sub *g = line_grant(inf);
+	tc_inflight_put(c, s->stripe, inf);
+	s->inf = NULL;
+	return g;
+}
+
+/* Try to take the line in the mode s->want_excl asks (stripe lock held).  Returns true
+ * if taken; otherwise the sub-request is queued and will be resumed by a release. */
+static bool line_acquire(struct tc_cache *c, struct tc_sub *s)
+{
+	if (!s->inf) {
+		s->inf = tc_inflight_get(c, s->stripe, s->key, true);
+		if (!s->inf)
+			return false;  /* out of memory: the caller fails the sub-request */
+	}
+	struct tc_inflight *inf = s->inf;
+	bool ok = !inf->writer && !inf->wait_head && (!s->want_excl || !inf->readers);
+	if (ok) {
+		if (s->want_excl)
+			inf->writer = true;
+		else
+			inf->readers++;
+		s->excl = s->want_excl;
+		s->holding = true;
+		return true;
+	}
+	s->wnext = NULL;
+	if (inf->wait_tail)
+		inf->wait_tail->wnext = s;
+	else
+		inf->wait_head = s;
+	inf->wait_tail = s;
+	return false;
+}
+
+/* ---- completion --------------------------------------------------------------------- */
+
+static void req_finish(struct tc_req *r)
+{
+	struct tc_io *io = r->io;
+	int err = atomic_load(&r->err);
+	if (err)
+		tc_stat_add(r->vol, ST_ERRORS, 1);
+	atomic_store(&r->vol->last_io_ns, tc_ctx_now(r->vol->cache->ctx));
+	atomic_fetch_sub(&r->vol->inflight_reqs, 1);
+	atomic_fetch_sub(&r->vol->cache->inflight_reqs, 1);
+	for (uint32_t i = 0; i < r->nsubs; i++) {
+		free(r->subs[i].buf);
+		free(r->subs[i].iov_direct);
+	}
+	free(r->subs);
+	free(r);
+	io->done(io, err);
+}
+
+static void req_part_done(struct tc_req *r, int err)
+{
+	if (err) {
+		int zero = 0;
+		atomic_compare_exchange_strong(&r->err, &zero, err);
+	}
+	if (atomic_fetch_sub_explicit(&r->left, 1, memory_order_acq_rel) == 1)
+		req_finish(r);
+}
+
+static void sub_commit_done(struct tc_commit_waiter *w, int result)
+{
+	struct tc_sub *s = (struct tc_sub *)((char *)w - offsetof(struct tc_sub, cw));
+	req_part_done(s->req, result);
+}
+
+/* Finish the sub-request: release the line, wake waiters, report. */
+static void sub_done(struct tc_sub *s, int err)
+{
+	struct tc_cache *c = s->c;
+	struct tc_sub *g = NULL;
+	pthread_mutex_lock(&s->stripe->lock);
+	if (s->holding)
+		g = line_release_locked(c, s);
+	pthread_mutex_unlock(&s->stripe->lock);
+	resume_granted(c, g);
+	if (!err && s->fua && s->kind == SUB_WRITE && s->route == ROUTE_WB) {
+		/* FUA in write-back: durable once its data and mapping are committed. */
+		s->cw.fn = sub_commit_done;
+		tc_meta_commit_wait(c, &s->cw);
+		return;
+	}
+	req_part_done(s->req, err);
+}
+
+/* ---- planning (stripe lock and line lock held) -------------------------------------- */
+
+static uint8_t effective_route(struct tc_sub *s)
+{
+	struct tc_volume *v = s->vol;
+	if (atomic_load(&s->c->failed))
+		return ROUTE_PT;
+	uint8_t wp = v->set.write_policy;
+	if (s->req->seq_bypass && wp != TC_WP_PT)
+		return ROUTE_PT;
+	switch (wp) {
+	case TC_WP_WB:
+		return atomic_load(&v->draining) ? ROUTE_WT : ROUTE_WB;
+	case TC_WP_WT:
+		return ROUTE_WT;
+	case TC_WP_WA:
+		return ROUTE_WA;
+	default:
+		return ROUTE_PT;
+	}
+}
+
+/* Drop the stripe lock, allocate a slot for the line, retake the lock and install it. */
+static void plan_alloc(struct tc_sub *s)
+{
+	struct tc_cache *c = s->c;
+	pthread_mutex_unlock(&s->stripe->lock);
+	uint32_t slot = tc_slot_alloc(c, s->vol->id, s->line_no);
+	pthread_mutex_lock(&s->stripe->lock);
+	if (slot == TC_SLOT_NONE)
+		return;
+	tc_map_insert(c, slot);
+	s->slot = slot;
+	s->slot_new = true;
+	tc_stat_add(s->vol, ST_PROMOTIONS, 1);
+}
+
+static bool admit_fill(struct tc_sub *s)
+{
+	struct tc_volume *v = s->vol;
+	if (!v->set.read_cache || v->set.write_policy == TC_WP_PT || atomic_load(&s->c->failed))
+		return false;
+	if (s->req->seq_bypass) {
+		tc_stat_add(v, ST_BYPASS_BYTES, s->len);
+		return false;
+	}
+	if (v->set.admission == TC_ADMIT_NHIT &&
+	    tc_admit_access(&s->c->admit, s->key) < v->set.nhit) {
+		tc_stat_add(v, ST_BYPASS_ADMIT, 1);
+		return false;
+	}
+	return true;
+}
+
+static void plan_read(struct tc_sub *s)
+{
+	struct tc_cache *c = s->c;
+	uint16_t valid = s->slot != TC_SLOT_NONE ? c->lines[s->slot].valid : 0;
+
+	if ((s->touched & ~valid) == 0) {
+		tc_stat_add(s->vol, ST_READ_HITS, 1);
+		s->from_cache = s->touched;
+		s->step = 10;   /* hit */
+		return;
+	}
+	if (!s->excl) {
+		s->want_excl = true;
+		s->step = -1;   /* re-acquire exclusively */
+		return;
+	}
+	tc_stat_add(s->vol, (s->touched & valid) ? ST_READ_PARTIAL : ST_READ_MISSES, 1);
+	s->fill = 0;
+	if (admit_fill(s)) {
+		if (s->slot == TC_SLOT_NONE)
+			plan_alloc(s);
+		if (s->slot != TC_SLOT_NONE) {
+			valid = c->lines[s->slot].valid;
+			uint16_t want = s->vol->set.fill == TC_FILL_LINE ?
+				(uint16_t)c->unit_mask_all : s->touched;
+			s->fill = want & (uint16_t)~valid;
+		}
+	}
+	uint16_t need = (uint16_t)((s->touched & ~valid) | s->fill);
+	s->bspan_lo = (uint32_t)__builtin_ctz(need);
+	s->bspan_hi = 32u - (uint32_t)__builtin_clz(need);
+	s->from_cache = s->touched & valid;
+	s->step = 20;   /* miss */
+}
+
+static void plan_write(struct tc_sub *s)
+{
+	struct tc_cache *c = s->c;
+	s->route = effective_route(s);
+	uint16_t partial = s->touched & (uint16_t)~s->full;
+	uint16_t valid = s->slot != TC_SLOT_NONE ? c->lines[s->slot].valid : 0;
+	uint16_t dirty = s->slot != TC_SLOT_NONE ? c->lines[s->slot].dirty : 0;
+
+	if (s->route == ROUTE_PT && (dirty & s->touched))
+		s->route = ROUTE_WA;   /* keep the dirty copy coherent instead of dropping it */
+	bool hit = (s->touched & ~valid) == 0;
+	tc_stat_add(s->vol, hit ? ST_WRITE_HITS : (s->touched & valid) ? ST_WRITE_PARTIAL :
+		    ST_WRITE_MISSES, 1);
+
+	if (s->route == ROUTE_WB) {
+		if (s->slot == TC_SLOT_NONE)
+			plan_alloc(s);
+		if (s->slot == TC_SLOT_NONE) {
+			s->route = ROUTE_WA;   /* nothing evictable: write around this time */
+		} else {
+			valid = c->lines[s->slot].valid;
+			s->rmw_cache = partial & valid;
+			s->rmw_backing = partial & (uint16_t)~valid;
+			s->cache_write = s->touched;
+			s->backing_write = false;
+			s->step = 30;
+			return;
+		}
+	}
+	if (s->route == ROUTE_WT && s->slot == TC_SLOT_NONE && !s->req->seq_bypass)
+		plan_alloc(s);
+	s->backing_write = true;
+	s->rmw_backing = 0;
+	if (s->route == ROUTE_PT || s->slot == TC_SLOT_NONE) {
+		s->cache_write = 0;
+		s->rmw_cache = 0;
+	} else {
+		valid = c->lines[s->slot].valid;
+		s->rmw_cache = partial & valid;
+		s->cache_write = s->touched & (uint16_t)~(partial & ~valid);
+	}
+	s->step = 30;
+}
+
+/* Resume point with the stripe lock held: take the line, then plan. */
+static void sub_locked(struct tc_sub *s)
+{
+	struct tc_cache *c = s->c;
+	if (!s->holding && !line_acquire(c, s)) {
+		pthread_mutex_unlock(&s->stripe->lock);
+		if (!s->inf)
+			req_part_done(s->req, -ENOMEM);
+		return;   /* queued; resumed by the holder */
+	}
+	s->slot = tc_map_lookup(c, s->key);
+	s->slot_new = false;
+	switch (s->kind) {
+	case SUB_READ:
+		plan_read(s);
+		if (s->step == -1) {
+			/* Upgrade: release the shared hold, queue for exclusive. */
+			struct tc_sub *g = line_release_locked(c, s);
+			s->want_excl = true;
+			s->inf = tc_inflight_get(c, s->stripe, s->key, true);
+			bool got = line_acquire(c, s);
+			pthread_mutex_unlock(&s->stripe->lock);
+			resume_granted(c, g);
+			if (!got)
+				return;
+			pthread_mutex_lock(&s->stripe->lock);
+			sub_locked(s);
+			return;
+		}
+		break;
+	case SUB_WRITE:
+		plan_write(s);
+		break;
+	case SUB_DISCARD:
+		if (s->slot != TC_SLOT_NONE && (c->lines[s->slot].valid & s->full)) {
+			struct tc_line *l = &c->lines[s->slot];
+			tc_line_set_bits(c, s->slot, l->valid & (uint16_t)~s->full,
+					 l->dirty & (uint16_t)~s->full);
+		}
+		s->inf->gen++;
+		s->step = 40;
+		break;
+	}
+	pthread_mutex_unlock(&s->stripe->lock);
+	if (s->step == 10 && s->slot != TC_SLOT_NONE)
+		c->repl_ops->touch(c->repl, s->slot);
+	s->step++;           /* the first I/O round of the planned path */
+	sub_step(s);
+}
+
+/* ---- the state machine ---------------------------------------------------------------
+ * Steps: 11 hit read, 12 hit finish; 21 miss backing read, 22 slot reads of valid units,
+ * 23 fill writes, 24 finish; 31 write RMW reads, 32 data writes, 33 finish; 41 discard
+ * backing, 42 finish.  sub_step() runs the current step's I/O round, advancing s->step
+ * before the round so the completion of the last I/O lands in the next step.
+ */
+
+static int ensure_buf(struct tc_sub *s)
+{
+	if (!s->buf) {
+		s->buf = tc_alloc_buf(s->c->line_size);
+		if (!s->buf)
+			return -ENOMEM;
+	}
+	return 0;
+}
+
+static void finish_read_copy(struct tc_sub *s)
+{
+	const struct tc_io *io = s->req->io;
+	tc_buf_to_iov(io->iov, io->iovcnt, s->data_off, s->buf + s->off, s->len);
+}
+
+static void copy_in_client(struct tc_sub *s)
+{
+	if (s->zeroes) {
+		memset(s->buf + s->off, 0, s->len);
+		return;
+	}
+	const struct tc_io *io = s->req->io;
+	tc_iov_to_buf(s->buf + s->off, io->iov, io->iovcnt, s->data_off, s->len);
+}
+
+static int cache_or_backing_err(struct tc_sub *s)
+{
+	int ce = atomic_load(&s->cache_err), be = atomic_load(&s->backing_err);
+	if (ce)
+		tc_cache_error(s->c, s->vol, "slot I/O", ce);
+	if (be)
+		tc_stat_add(s->vol, ST_BACKING_ERRORS, 1);
+	return be ? be : ce;
+}
+
+static void step_hit(struct tc_sub *s)
+{
+	struct tc_cache *c = s->c;
+	unsigned ua = s->off / TC_UNIT_SIZE;
+	unsigned ub = (s->off + s->len + TC_UNIT_SIZE - 1) / TC_UNIT_SIZE;
+	const struct tc_io *io = s->req->io;
+	round_begin(s);
+	s->direct = (s->off % TC_UNIT_SIZE) == 0 && (s->len % TC_UNIT_SIZE) == 0 &&
+		    iov_slice(io->iov, io->iovcnt, s->data_off, s->len, &s->iov_direct,
+			      &s->iov_direct_cnt) == 0 &&
+		    (!c->dev->direct || iov_aligned(s->iov_direct, s->iov_direct_cnt));
+	if (s->direct) {
+		sub_io(s, true, TC_OP_READ, 0, slot_offset(c, s->slot, s->off), s->iov_direct,
+		       s->iov_direct_cnt, s->len);
+	} else {
+		if (ensure_buf(s)) {
+			atomic_store(&s->cache_err, -ENOMEM);
+		} else {
+			struct iovec *v = &s->iov_inline[0];
+			v->iov_base = s->buf + ua * TC_UNIT_SIZE;
+			v->iov_len = (ub - ua) * TC_UNIT_SIZE;
+			sub_io(s, true, TC_OP_READ, 0, slot_offset(c, s->slot, ua * TC_UNIT_SIZE),
+			       v, 1, v->iov_len);
+		}
+	}
+	round_end(s);
+}
+
+/*
+ * A slot read failed.  Units that are clean can come from the backing, which holds the
+ * same data: retry the whole range from the backing without filling.  Dirty data that
+ * cannot be read is an error to the caller, never replaced by the stale backing copy.
+ */
+static bool retry_from_backing(struct tc_sub *s, int ce, const char *what)
+{
+	tc_cache_error(s->c, s->vol, what, ce);
+	pthread_mutex_lock(&s->stripe->lock);
+	bool dirty = (s->c->lines[s->slot].dirty & s->from_cache) != 0;
+	pthread_mutex_unlock(&s->stripe->lock);
+	if (dirty)
+		return false;
+	atomic_store(&s->cache_err, 0);
+	s->from_cache = 0;
+	s->fill = 0;
+	s->bspan_lo = s->off / TC_UNIT_SIZE;
+	s->bspan_hi = (s->off + s->len + TC_UNIT_SIZE - 1) / TC_UNIT_SIZE;
+	s->direct = false;
+	s->step = 21;
+	sub_step(s);
+	return true;
+}
+
+static void step_hit_finish(struct tc_sub *s)
+{
+	int ce = atomic_load(&s->cache_err);
+	if (ce && ce != -ENOMEM) {
+		if (!retry_from_backing(s, ce, "read hit"))
+			sub_done(s, -EIO);
+		return;
+	}
+	if (ce) {
+		sub_done(s, ce);
+		return;
+	}
+	if (!s->direct)
+		finish_read_copy(s);
+	sub_done(s, 0);
+}
+
+static void step_miss_backing(struct tc_sub *s)
+{
+	round_begin(s);
+	if (ensure_buf(s)) {
+		atomic_store(&s->backing_err, -ENOMEM);
+	} else {
+		struct iovec *v = &s->iov_inline[0];
+		v->iov_base = s->buf + s->bspan_lo * TC_UNIT_SIZE;
+		v->iov_len = (s->bspan_hi - s->bspan_lo) * TC_UNIT_SIZE;
+		uint64_t boff = backing_offset(s, s->bspan_lo * TC_UNIT_SIZE);
+		uint64_t vend = TC_BACKING_DATA_OFFSET + s->vol->size;
+		if (boff + v->iov_len > vend) {
+			/* The volume's last line may be shorter than a line: zero the tail. */
+			uint64_t keep = vend > boff ? vend - boff : 0;
+			memset((char *)v->iov_base + keep, 0, v->iov_len - keep);
+			v->iov_len = keep;
+		}
+		if (v->iov_len)
+			sub_io(s, false, TC_OP_READ, 0, boff, v, 1, v->iov_len);
+	}
+	round_end(s);
+}
+
+static void step_miss_cache_reads(struct tc_sub *s)
+{
+	int be = atomic_load(&s->backing_err);
+	if (be) {
+		tc_stat_add(s->vol, ST_BACKING_ERRORS, 1);
+		sub_done(s, be);
+		return;
+	}
+	round_begin(s);
+	if (s->from_cache)
+		sub_slot_runs(s, s->from_cache, false);
+	round_end(s);
+}
+
+static void step_miss_fill(struct tc_sub *s)
+{
+	int ce = atomic_load(&s->cache_err);
+	if (ce) {
+		if (!retry_from_backing(s, ce, "read of cached units"))
+			sub_done(s, -EIO);
+		return;
+	}
+	round_begin(s);
+	if (s->fill && !atomic_load(&s->c->failed))
+		sub_slot_runs(s, s->fill, true);
+	round_end(s);
+}
+
+static void step_miss_finish(struct tc_sub *s)
+{
+	struct tc_cache *c = s->c;
+	int ce = atomic_load(&s->cache_err);
+	if (ce)
+		tc_cache_error(c, s->vol, "cache fill", ce);
+	if (s->fill && !ce) {
+		pthread_mutex_lock(&s->stripe->lock);
+		struct tc_line *l = &c->lines[s->slot];
+		tc_line_set_bits(c, s->slot, l->valid | s->fill, l->dirty);
+		pthread_mutex_unlock(&s->stripe->lock);
+	}
+	finish_read_copy(s);
+	sub_done(s, 0);
+}
+
+static void step_write_rmw(struct tc_sub *s)
+{
+	struct tc_cache *c = s->c;
+	round_begin(s);
+	const struct tc_io *io = s->req->io;
+	bool aligned_client = !s->zeroes && !s->rmw_backing && !s->rmw_cache &&
+		iov_slice(io->iov, io->iovcnt, s->data_off, s->len, &s->iov_direct,
+			  &s->iov_direct_cnt) == 0;
+	s->direct = aligned_client && (s->off % TC_UNIT_SIZE) == 0 &&
+		    (s->len % TC_UNIT_SIZE) == 0 &&
+		    (!c->dev->direct || iov_aligned(s->iov_direct, s->iov_direct_cnt)) &&
+		    (!s->vol->backing->direct || iov_aligned(s->iov_direct, s->iov_direct_cnt));
+	if (!s->direct) {
+		if (ensure_buf(s)) {
+			atomic_store(&s->cache_err, -ENOMEM);
+			round_end(s);
+			return;
+		}
+		if (s->rmw_cache)
+			sub_slot_runs(s, s->rmw_cache, false);
+		for (unsigned u = 0; u < c->units; u++) {
+			if (!(s->rmw_backing & (1u << u)))
+				continue;
+			struct iovec *v = &s->iov_inline[s->nios];
+			v->iov_base = s->buf + u * TC_UNIT_SIZE;
+			v->iov_len = TC_UNIT_SIZE;
+			uint64_t boff = backing_offset(s, u * TC_UNIT_SIZE);
+			if (boff + TC_UNIT_SIZE > TC_BACKING_DATA_OFFSET + s->vol->size) {
+				memset(v->iov_base, 0, TC_UNIT_SIZE);
+				continue;
+			}
+			sub_io(s, false, TC_OP_READ, 0, boff, v, 1, TC_UNIT_SIZE);
+		}
+	}
+	round_end(s);
+}
+
+static void step_write_data(struct tc_sub *s)
+{
+	struct tc_cache *c = s->c;
+	int err = cache_or_backing_err(s);
+	if (err) {
+		sub_done(s, err == -ENOMEM ? err : -EIO);
+		return;
+	}
+	atomic_store(&s->cache_err, 0);
+	if (!s->direct)
+		copy_in_client(s);
+	round_begin(s);
+	if (s->backing_write) {
+		const struct iovec *v;
+		int cnt;
+		if (s->direct) {
+			v = s->iov_direct;
+			cnt = s->iov_direct_cnt;
+		} else {
+			struct iovec *b = &s->iov_inline[SUB_MAX_IOS - 1];
+			b->iov_base = s->buf + s->off;
+			b->iov_len = s->len;
+			v = b;
+			cnt = 1;
+		}
+		sub_io(s, false, TC_OP_WRITE, s->fua ? TC_IO_FUA : 0, backing_offset(s, s->off),
+		       v, cnt, s->len);
+	}
+	if (s->cache_write) {
+		if (s->direct) {
+			unsigned ua = (unsigned)__builtin_ctz(s->cache_write);
+			sub_io(s, true, TC_OP_WRITE, 0, slot_offset(c, s->slot, ua * TC_UNIT_SIZE),
+			       s->iov_direct, s->iov_direct_cnt, s->len);
+		} else {
+			sub_slot_runs(s, s->cache_write, true);
+		}
+	}
+	round_end(s);
+}
+
+static void step_write_finish(struct tc_sub *s)
+{
+	struct tc_cache *c = s->c;
+	int ce = atomic_load(&s->cache_err), be = atomic_load(&s->backing_err);
+	if (ce)
+		tc_cache_error(c, s->vol, "slot write", ce);
+	if (be)
+		tc_stat_add(s->vol, ST_BACKING_ERRORS, 1);
+	int err = 0;
+	pthread_mutex_lock(&s->stripe->lock);
+	s->inf->gen++;
+	if (s->slot != TC_SLOT_NONE) {
+		struct tc_line *l = &c->lines[s->slot];
+		uint16_t valid = l->valid, dirty = l->dirty;
+		if (s->route == ROUTE_WB) {
+			if (ce) {
+				/* The slot may hold a torn mix: the units are unusable. */
+				valid &= (uint16_t)~s->touched;
+				dirty &= (uint16_t)~s->touched;
+				err = -EIO;
+			} else {
+				valid |= s->touched;
+				dirty |= s->touched;
+			}
+		} else if (s->route == ROUTE_PT) {
+			valid &= (uint16_t)~s->touched;
+		} else if (ce) {
+			/* The slot may hold a torn mix: drop those units; the backing write (if
+			 * it succeeded) holds the newest data. */
+			valid &= (uint16_t)~s->cache_write;
+			dirty &= valid;
+		} else if (be) {
+			/* The cache has data the backing lacks: keep it only where it was dirty
+			 * anyway (the cache is the authority there). */
+			valid &= (uint16_t)~(s->cache_write & ~dirty);
+		} else {
+			valid |= s->cache_write;
+		}
+		if (valid != l->valid || dirty != l->dirty)
+			tc_line_set_bits(c, s->slot, valid, dirty);
+	}
+	pthread_mutex_unlock(&s->stripe->lock);
+	if (be)
+		err = be;
+	else if (ce && s->route == ROUTE_WB)
+		err = -EIO;
+	sub_done(s, err);
+}
+
+static void step_discard(struct tc_sub *s)
+{
+	round_begin(s);
+	uint64_t boff = backing_offset(s, s->off);
+	sub_io(s, false, TC_OP_DISCARD, 0, boff, NULL, 0, s->len);
+	round_end(s);
+}
+
+static void sub_step(struct tc_sub *s)
+{
+	int step = s->step++;
+	switch (step) {
+	case 11: step_hit(s); break;
+	case 12: step_hit_finish(s); break;
+	case 21: step_miss_backing(s); break;
+	case 22: step_miss_cache_reads(s); break;
+	case 23: step_miss_fill(s); break;
+	case 24: step_miss_finish(s); break;
+	case 31: step_write_rmw(s); break;
+	case 32: step_write_data(s); break;
+	case 33: step_write_finish(s); break;
+	case 41: step_discard(s); break;
+	case 42: {
+		int be = atomic_load(&s->backing_err);
+		/* A backing that cannot discard still reads old data: not an error. */
+		sub_done(s, be == -EOPNOTSUPP ? 0 : be);
+		break;
+	}
+	default:
+		sub_done(s, -EIO);
+		break;
+	}
+}
+
+/* ---- submission --------------------------------------------------------------------- */
+
+static void sub_start(struct tc_sub *s)
+{
+	pthread_mutex_lock(&s->stripe->lock);
+	sub_locked(s);
+}
+
+static void flush_commit_done(struct tc_commit_waiter *w, int result)
+{
+	struct tc_req *r = (struct tc_req *)((char *)w - offsetof(struct tc_req, cw));
+	req_part_done(r, result);
+}
+
+static void flush_backing_done(struct tc_io *io, int result)
+{
+	struct tc_req *r = io->private_data;
+	if (result)
+		tc_stat_add(r->vol, ST_BACKING_ERRORS, 1);
+	req_part_done(r, result);
+}
+
+static void refuse(struct tc_volume *v, struct tc_io *io, int err)
+{
+	tc_stat_add(v, ST_ERRORS, 1);
+	io->done(io, err);
+}
+
+void tc_volume_submit(struct tc_volume *v, struct tc_io *io)
+{
+	struct tc_cache *c = v->cache;
+	if (io->op > TC_OP_WRITE_ZEROES) {
+		tc_err(c->ctx, "volume \"%s\": unknown request type %u", v->name, io->op);
+		refuse(v, io, -EINVAL);
+		return;
+	}
+	if (io->op != TC_OP_FLUSH) {
+		if ((io->offset | io->length) % TC_SECTOR_SIZE || io->length == 0) {
+			tc_err(c->ctx, "volume \"%s\": request offset %llu length %llu not aligned "
+			       "to %u bytes", v->name, (unsigned long long)io->offset,
+			       (unsigned long long)io->length, TC_SECTOR_SIZE);
+			refuse(v, io, -EINVAL);
+			return;
+		}
+		if (io->offset > v->size || io->length > v->size - io->offset) {
+			tc_err(c->ctx, "volume \"%s\": offset %llu + length %llu beyond size %llu",
+			       v->name, (unsigned long long)io->offset,
+			       (unsigned long long)io->length, (unsigned long long)v->size);
+			refuse(v, io, -EINVAL);
+			return;
+		}
+	}
+	struct tc_req *r = calloc(1, sizeof(*r));
+	if (!r) {
+		refuse(v, io, -ENOMEM);
+		return;
+	}
+	r->vol = v;
+	r->io = io;
+	atomic_fetch_add(&v->inflight_reqs, 1);
+	atomic_fetch_add(&c->inflight_reqs, 1);
+	atomic_store(&v->last_io_ns, tc_ctx_now(c->ctx));
+
+	if (io->op == TC_OP_FLUSH) {
+		tc_stat_add(v, ST_FLUSHES, 1);
+		atomic_store(&r->left, 2);
+		r->bflush.op = TC_OP_FLUSH;
+		r->bflush.done = flush_backing_done;
+		r->bflush.private_data = r;
+		r->cw.fn = flush_commit_done;
+		tc_meta_commit_wait(c, &r->cw);
+		tc_dev_submit(v->backing, &r->bflush);
+		return;
+	}
+
+	switch (io->op) {
+	case TC_OP_READ:
+		tc_stat_add(v, ST_READS, 1);
+		tc_stat_add(v, ST_BYTES_READ, io->length);
+		break;
+	case TC_OP_WRITE:
+		tc_stat_add(v, ST_WRITES, 1);
+		tc_stat_add(v, ST_BYTES_WRITTEN, io->length);
+		break;
+	case TC_OP_WRITE_ZEROES:
+		tc_stat_add(v, ST_WRITE_ZEROES, 1);
+		tc_stat_add(v, ST_BYTES_WRITTEN, io->length);
+		break;
+	case TC_OP_DISCARD:
+		tc_stat_add(v, ST_DISCARDS, 1);
+		break;
+	}
+	if ((io->op == TC_OP_READ || io->op == TC_OP_WRITE) && v->set.seq_cutoff &&
+	    tc_seq_check(&v->seq, io->offset, io->length, v->set.seq_cutoff)) {
+		r->seq_bypass = true;
+		tc_stat_add(v, ST_BYPASS_SEQ, 1);
+	}
+
+	uint64_t first = io->offset >> c->line_shift;
+	uint64_t last = (io->offset + io->length - 1) >> c->line_shift;
+	r->nsubs = (uint32_t)(last - first + 1);
+	r->subs = calloc(r->nsubs, sizeof(*r->subs));
+	if (!r->subs) {
+		atomic_fetch_sub(&v->inflight_reqs, 1);
+		atomic_fetch_sub(&c->inflight_reqs, 1);
+		free(r);
+		refuse(v, io, -ENOMEM);
+		return;
+	}
+	atomic_store(&r->left, (int)r->nsubs);
+	uint8_t kind = io->op == TC_OP_READ ? SUB_READ :
+		       io->op == TC_OP_DISCARD ? SUB_DISCARD : SUB_WRITE;
+	for (uint32_t i = 0; i < r->nsubs; i++) {
+		struct tc_sub *s = &r->subs[i];
+		uint64_t line = first + i;
+		uint64_t lstart = line << c->line_shift;
+		uint64_t a = io->offset > lstart ? io->offset - lstart : 0;
+		uint64_t end = io->offset + io->length;
+		uint64_t b = end < lstart + c->line_size ? end - lstart : c->line_size;
+		s->req = r;
+		s->c = c;
+		s->vol = v;
+		s->line_no = (uint32_t)line;
+		s->key = tc_line_key(v->id, s->line_no);
+		s->stripe = tc_stripe_of(c, s->key);
+		s->off = (uint32_t)a;
+		s->len = (uint32_t)(b - a);
+		s->data_off = lstart + a - io->offset;
+		s->kind = kind;
+		s->fua = (io->flags & TC_IO_FUA) != 0;
+		s->zeroes = io->op == TC_OP_WRITE_ZEROES;
+		unsigned ua = (unsigned)(a / TC_UNIT_SIZE);
+		unsigned ub = (unsigned)((b + TC_UNIT_SIZE - 1) / TC_UNIT_SIZE);
+		unsigned fa = (unsigned)((a + TC_UNIT_SIZE - 1) / TC_UNIT_SIZE);
+		unsigned fb = (unsigned)(b / TC_UNIT_SIZE);
+		s->touched = tc_units_mask(ua, ub);
+		s->full = fa < fb ? tc_units_mask(fa, fb) : 0;
+		s->want_excl = kind != SUB_READ;
+		s->slot = TC_SLOT_NONE;
+	}
+	for (uint32_t i = 0; i < r->nsubs; i++)
+		sub_start(&r->subs[i]);
+}

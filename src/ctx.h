@@ -1,0 +1,75 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * ctx.h - the execution context as seen by the library's layers.
+ *
+ * A context runs deferred work and timers.  Threaded mode: one worker thread runs work
+ * items in FIFO order and timers when due (CLOCK_MONOTONIC).  Deterministic mode: the
+ * caller's tc_ctx_poll() runs work items picked at random (xorshift seeded by
+ * tc_ctx_opts.seed) among those queued, then due timers, on a virtual clock.
+ *
+ * Devices complete requests by queuing a work item (memory, crash) or from their own
+ * completion thread (io_uring file backend, threaded mode only; in deterministic mode
+ * the file backend also funnels completions through the context queue).
+ */
+#ifndef TC_CTX_H
+#define TC_CTX_H
+
+#include <pthread.h>
+#include <stdarg.h>
+#include "tiercache.h"
+
+struct tc_work;
+typedef void (*tc_work_fn)(struct tc_work *w);
+
+/* A unit of deferred work; embedded in the owner's struct, owner keeps it alive. */
+struct tc_work {
+	tc_work_fn fn;
+	struct tc_work *next;   /* ctx-private */
+};
+
+struct tc_timer;
+typedef void (*tc_timer_fn)(struct tc_timer *t);
+
+/* A one-shot timer; re-arm from its callback for periodic work. */
+struct tc_timer {
+	tc_timer_fn fn;
+	uint64_t when;          /* ns, ctx clock */
+	bool armed;             /* ctx-private */
+	struct tc_timer *next;  /* ctx-private */
+};
+
+/* tc_ctx_defer - queue @w to run later on the context (never inline).  Thread-safe. */
+void tc_ctx_defer(tc_ctx *ctx, struct tc_work *w);
+
+/* tc_ctx_timer_arm - (re)arm @t to fire at @when ns; thread-safe.  Arming an armed timer
+ * moves it. */
+void tc_ctx_timer_arm(tc_ctx *ctx, struct tc_timer *t, uint64_t when);
+/* tc_ctx_timer_cancel - disarm; the callback will not run afterwards unless it is
+ * already running on another thread. */
+void tc_ctx_timer_cancel(tc_ctx *ctx, struct tc_timer *t);
+
+bool tc_ctx_deterministic(tc_ctx *ctx);
+
+/* tc_ctx_rand - deterministic mode: the context's seeded generator (caller holds no
+ * locks of the ctx); threaded mode: a thread-safe non-deterministic generator. */
+uint64_t tc_ctx_rand(tc_ctx *ctx);
+
+/*
+ * tc_ctx_wait_until - block until *@flag becomes true.  Threaded mode: waits on the
+ * context's completion condition variable (tc_ctx_wake() signals it); deterministic
+ * mode: runs tc_ctx_poll() until the flag is set; if nothing is queued it advances the
+ * virtual clock to the next timer; if there is no timer either, returns -EDEADLK.
+ * @flag is read with acquire semantics.
+ */
+int tc_ctx_wait_until(tc_ctx *ctx, const volatile bool *flag);
+/* tc_ctx_wake - wake tc_ctx_wait_until() waiters after setting a flag (release). */
+void tc_ctx_wake(tc_ctx *ctx);
+
+/* Logging with printf formats; messages name the object and the value at fault. */
+void tc_log(tc_ctx *ctx, enum tc_log_level level, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+#define tc_err(ctx, ...) tc_log((ctx), TC_LOG_ERROR, __VA_ARGS__)
+#define tc_warn(ctx, ...) tc_log((ctx), TC_LOG_WARN, __VA_ARGS__)
+#define tc_info(ctx, ...) tc_log((ctx), TC_LOG_INFO, __VA_ARGS__)
+
+#endif /* TC_CTX_H */

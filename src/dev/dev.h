@@ -1,0 +1,56 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * dev.h - the device interface behind tc_dev.
+ *
+ * A backend fills a struct tc_dev_ops table (lifecycle order, ops table last in its
+ * file, every function prefixed with the backend's name) and embeds struct tc_dev at
+ * the start of its own struct.  dev.c does what every backend shares: range and
+ * alignment checks, counters, the synchronous helpers, and error completion.
+ */
+#ifndef TC_DEV_H
+#define TC_DEV_H
+
+#include <stdatomic.h>
+#include "ctx.h"
+
+struct tc_dev;
+
+struct tc_dev_ops {
+	const char *name;                               /* "file", "memory", "crash" */
+	/* Start @io, already checked for range and alignment.  Must complete it through
+	 * tc_dev_complete() exactly once, never from inside this call. */
+	void (*submit)(struct tc_dev *dev, struct tc_io *io);
+	void (*close)(struct tc_dev *dev);              /* free everything */
+};
+
+struct tc_dev {
+	const struct tc_dev_ops *ops;
+	tc_ctx *ctx;
+	uint64_t size;              /* bytes */
+	uint32_t lbs;               /* logical block size, bytes */
+	bool direct;
+	char *name;                 /* malloc'ed */
+	_Atomic uint64_t n_reads, n_writes, n_flushes, n_discards, n_write_zeroes;
+	_Atomic uint64_t n_bytes_read, n_bytes_written, n_errors;
+};
+
+/* tc_dev_init - fill the common part; @name is copied.  Returns 0 or -ENOMEM. */
+int tc_dev_init(struct tc_dev *dev, const struct tc_dev_ops *ops, tc_ctx *ctx,
+		const char *name, uint64_t size, uint32_t lbs);
+void tc_dev_fini(struct tc_dev *dev);   /* frees what tc_dev_init() allocated */
+
+/* tc_dev_complete - backends call this to finish @io: counts errors and calls done. */
+void tc_dev_complete(struct tc_dev *dev, struct tc_io *io, int result);
+
+/* tc_dev_complete_later - complete @io with @result from a ctx work item (used for
+ * refusals and by backends without a completion thread).  Uses io->internal[0..2];
+ * no device layer code touches io->internal[3], which belongs to the submitter. */
+void tc_dev_complete_later(struct tc_dev *dev, struct tc_io *io, int result);
+
+/* iovec helpers: copy between a flat buffer and @iov starting @skip bytes into the
+ * iovec list. */
+void tc_iov_to_buf(void *buf, const struct iovec *iov, int iovcnt, size_t skip, size_t len);
+void tc_buf_to_iov(const struct iovec *iov, int iovcnt, size_t skip, const void *buf,
+		   size_t len);
+
+#endif /* TC_DEV_H */
