@@ -43,8 +43,8 @@ void tc_dev_fini(struct tc_dev *dev);   /* frees what tc_dev_init() allocated */
 void tc_dev_complete(struct tc_dev *dev, struct tc_io *io, int result);
 
 /* tc_dev_complete_later - complete @io with @result from a ctx work item (used for
- * refusals and by backends without a completion thread).  Uses io->internal[0..2];
- * no device layer code touches io->internal[3], which belongs to the submitter. */
+ * refusals and by backends without a completion thread).  The device layer owns
+ * io->internal[] while a request is in flight. */
 void tc_dev_complete_later(struct tc_dev *dev, struct tc_io *io, int result);
 
 /* iovec helpers: copy between a flat buffer and @iov starting @skip bytes into the

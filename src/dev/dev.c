@@ -1,0 +1,315 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * dev.c - what every device backend shares.
+ *
+ * tc_dev_submit() is the single door into a backend: it refuses malformed requests
+ * (unknown op, misaligned or out-of-range, iovecs not adding up) so backends only ever
+ * see requests they can execute, counts them, and hands them on.  tc_dev_complete() is
+ * the single door out: it counts bytes and errors and calls the submitter back.
+ *
+ * A request's io->internal[] belongs to the device layer while it is in flight.  The
+ * layout used by work-item completions here and in the backends:
+ *   internal[0..1]  struct tc_work queued on the context
+ *   internal[2]     the result to complete with (tc_dev_complete_later)
+ *   internal[3]     the struct tc_dev * the request was submitted to
+ * The file backend's io_uring path, which needs no work item, uses internal[] its own
+ * way (see file.c).
+ *
+ * The synchronous helpers (tc_dev_pread, ...) submit and wait for a flag with
+ * tc_ctx_wait_until(), which blocks in threaded mode and polls in deterministic mode.
+ */
+#include <assert.h>
+#include <errno.h>
+#include <inttypes.h>
+#include <stdalign.h>
+#include <stddef.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "dev.h"
+
+static_assert(sizeof(struct tc_work) <= 2 * sizeof(uint64_t),
+	      "struct tc_work must fit in tc_io.internal[0..1]");
+static_assert(alignof(struct tc_work) <= alignof(uint64_t),
+	      "struct tc_work must be placeable in tc_io.internal[]");
+static_assert(sizeof(((struct tc_io *)0)->internal) == 32, "tc_io.internal is 32 bytes");
+
+int tc_dev_init(struct tc_dev *dev, const struct tc_dev_ops *ops, tc_ctx *ctx,
+		const char *name, uint64_t size, uint32_t lbs)
+{
+	dev->ops = ops;
+	dev->ctx = ctx;
+	dev->size = size;
+	dev->lbs = lbs;
+	dev->direct = false;
+	dev->name = strdup(name);
+	if (!dev->name)
+		return -ENOMEM;
+	atomic_init(&dev->n_reads, 0);
+	atomic_init(&dev->n_writes, 0);
+	atomic_init(&dev->n_flushes, 0);
+	atomic_init(&dev->n_discards, 0);
+	atomic_init(&dev->n_write_zeroes, 0);
+	atomic_init(&dev->n_bytes_read, 0);
+	atomic_init(&dev->n_bytes_written, 0);
+	atomic_init(&dev->n_errors, 0);
+	return 0;
+}
+
+void tc_dev_fini(struct tc_dev *dev)
+{
+	free(dev->name);
+	dev->name = NULL;
+}
+
+void tc_dev_info(tc_dev *dev, struct tc_dev_info *info)
+{
+	info->size = dev->size;
+	info->logical_block_size = dev->lbs;
+	info->direct = dev->direct;
+	info->backend = dev->ops->name;
+	info->name = dev->name;
+}
+
+void tc_dev_stats(tc_dev *dev, struct tc_dev_stats *st)
+{
+	st->reads = atomic_load(&dev->n_reads);
+	st->writes = atomic_load(&dev->n_writes);
+	st->flushes = atomic_load(&dev->n_flushes);
+	st->discards = atomic_load(&dev->n_discards);
+	st->write_zeroes = atomic_load(&dev->n_write_zeroes);
+	st->bytes_read = atomic_load(&dev->n_bytes_read);
+	st->bytes_written = atomic_load(&dev->n_bytes_written);
+	st->errors = atomic_load(&dev->n_errors);
+}
+
+/* ------------------------------------------------------------------------------------
+ * Completion.
+ */
+
+void tc_dev_complete(struct tc_dev *dev, struct tc_io *io, int result)
+{
+	/* Read everything needed before done(): it may free or reuse @io. */
+	tc_io_done_fn done = io->done;
+
+	if (result < 0)
+		atomic_fetch_add(&dev->n_errors, 1);
+	else if (io->op == TC_OP_READ)
+		atomic_fetch_add(&dev->n_bytes_read, io->length);
+	else if (io->op == TC_OP_WRITE)
+		atomic_fetch_add(&dev->n_bytes_written, io->length);
+	done(io, result);
+}
+
+static struct tc_io *io_of_work(struct tc_work *w)
+{
+	return (struct tc_io *)((char *)w - offsetof(struct tc_io, internal));
+}
+
+static void dev_complete_work(struct tc_work *w)
+{
+	struct tc_io *io = io_of_work(w);
+	struct tc_dev *dev = (struct tc_dev *)(uintptr_t)io->internal[3];
+
+	tc_dev_complete(dev, io, (int)(int64_t)io->internal[2]);
+}
+
+void tc_dev_complete_later(struct tc_dev *dev, struct tc_io *io, int result)
+{
+	struct tc_work *w = (struct tc_work *)(void *)io->internal;
+
+	io->internal[2] = (uint64_t)(int64_t)result;
+	io->internal[3] = (uint64_t)(uintptr_t)dev;
+	w->fn = dev_complete_work;
+	tc_ctx_defer(dev->ctx, w);
+}
+
+/* ------------------------------------------------------------------------------------
+ * Submission.
+ */
+
+static const char *op_name(unsigned op)
+{
+	switch (op) {
+	case TC_OP_READ: return "read";
+	case TC_OP_WRITE: return "write";
+	case TC_OP_FLUSH: return "flush";
+	case TC_OP_DISCARD: return "discard";
+	case TC_OP_WRITE_ZEROES: return "write-zeroes";
+	}
+	return "unknown op";
+}
+
+/* 0 if @io is well formed for @dev, else -EINVAL after logging why. */
+static int dev_check(struct tc_dev *dev, const struct tc_io *io)
+{
+	uint64_t sum = 0;
+	int i;
+
+	if (io->op > TC_OP_WRITE_ZEROES) {
+		tc_err(dev->ctx, "device %s: unknown op %u", dev->name, io->op);
+		return -EINVAL;
+	}
+	if (io->op == TC_OP_FLUSH)
+		return 0;
+	if (io->length == 0 || io->offset % dev->lbs || io->length % dev->lbs) {
+		tc_err(dev->ctx, "device %s: %s offset %" PRIu64 " length %" PRIu64
+		       " not a non-empty multiple of the block size %" PRIu32,
+		       dev->name, op_name(io->op), io->offset, io->length, dev->lbs);
+		return -EINVAL;
+	}
+	if (io->length > dev->size || io->offset > dev->size - io->length) {
+		tc_err(dev->ctx, "device %s: %s offset %" PRIu64 " length %" PRIu64
+		       " beyond size %" PRIu64, dev->name, op_name(io->op), io->offset,
+		       io->length, dev->size);
+		return -EINVAL;
+	}
+	if (io->op != TC_OP_READ && io->op != TC_OP_WRITE)
+		return 0;
+	if (io->iovcnt < 0 || (io->iovcnt > 0 && !io->iov)) {
+		tc_err(dev->ctx, "device %s: %s with iovcnt %d and iov %p", dev->name,
+		       op_name(io->op), io->iovcnt, (const void *)io->iov);
+		return -EINVAL;
+	}
+	for (i = 0; i < io->iovcnt; i++)
+		sum += io->iov[i].iov_len;
+	if (sum != io->length) {
+		tc_err(dev->ctx, "device %s: %s iovecs add up to %" PRIu64 " bytes, length is %"
+		       PRIu64, dev->name, op_name(io->op), sum, io->length);
+		return -EINVAL;
+	}
+	return 0;
+}
+
+void tc_dev_submit(tc_dev *dev, struct tc_io *io)
+{
+	int ret = dev_check(dev, io);
+
+	if (ret < 0) {
+		tc_dev_complete_later(dev, io, ret);
+		return;
+	}
+	switch (io->op) {
+	case TC_OP_READ: atomic_fetch_add(&dev->n_reads, 1); break;
+	case TC_OP_WRITE: atomic_fetch_add(&dev->n_writes, 1); break;
+	case TC_OP_FLUSH: atomic_fetch_add(&dev->n_flushes, 1); break;
+	case TC_OP_DISCARD: atomic_fetch_add(&dev->n_discards, 1); break;
+	case TC_OP_WRITE_ZEROES: atomic_fetch_add(&dev->n_write_zeroes, 1); break;
+	}
+	dev->ops->submit(dev, io);
+}
+
+void tc_dev_close(tc_dev *dev)
+{
+	if (dev)
+		dev->ops->close(dev);
+}
+
+/* ------------------------------------------------------------------------------------
+ * Synchronous helpers.
+ */
+
+struct dev_sync {
+	tc_ctx *ctx;
+	int result;
+	bool done;
+};
+
+static void dev_sync_done(struct tc_io *io, int result)
+{
+	struct dev_sync *s = io->private_data;
+	tc_ctx *ctx = s->ctx;
+
+	s->result = result;
+	/* After this store the waiter may return and free @s (and @io): touch neither. */
+	__atomic_store_n(&s->done, true, __ATOMIC_RELEASE);
+	tc_ctx_wake(ctx);
+}
+
+static int dev_sync_io(tc_dev *dev, enum tc_op op, unsigned flags, void *buf,
+		       uint64_t len, uint64_t off)
+{
+	struct dev_sync s = { .ctx = dev->ctx };
+	struct iovec iov = { .iov_base = buf, .iov_len = len };
+	struct tc_io io = {
+		.op = op,
+		.flags = (uint8_t)flags,
+		.offset = off,
+		.length = len,
+		.iov = buf ? &iov : NULL,
+		.iovcnt = buf ? 1 : 0,
+		.done = dev_sync_done,
+		.private_data = &s,
+	};
+	int ret;
+
+	tc_dev_submit(dev, &io);
+	ret = tc_ctx_wait_until(dev->ctx, &s.done);
+	if (ret < 0)
+		return ret;
+	return s.result;
+}
+
+int tc_dev_pread(tc_dev *dev, void *buf, uint64_t len, uint64_t off)
+{
+	return dev_sync_io(dev, TC_OP_READ, 0, buf, len, off);
+}
+
+int tc_dev_pwrite(tc_dev *dev, const void *buf, uint64_t len, uint64_t off, unsigned flags)
+{
+	return dev_sync_io(dev, TC_OP_WRITE, flags, (void *)buf, len, off);
+}
+
+int tc_dev_flush(tc_dev *dev)
+{
+	return dev_sync_io(dev, TC_OP_FLUSH, 0, NULL, 0, 0);
+}
+
+/* ------------------------------------------------------------------------------------
+ * iovec helpers.
+ */
+
+void tc_iov_to_buf(void *buf, const struct iovec *iov, int iovcnt, size_t skip, size_t len)
+{
+	char *p = buf;
+	int i;
+
+	for (i = 0; i < iovcnt && len > 0; i++) {
+		size_t n;
+
+		if (skip >= iov[i].iov_len) {
+			skip -= iov[i].iov_len;
+			continue;
+		}
+		n = iov[i].iov_len - skip;
+		if (n > len)
+			n = len;
+		memcpy(p, (const char *)iov[i].iov_base + skip, n);
+		p += n;
+		len -= n;
+		skip = 0;
+	}
+}
+
+void tc_buf_to_iov(const struct iovec *iov, int iovcnt, size_t skip, const void *buf,
+		   size_t len)
+{
+	const char *p = buf;
+	int i;
+
+	for (i = 0; i < iovcnt && len > 0; i++) {
+		size_t n;
+
+		if (skip >= iov[i].iov_len) {
+			skip -= iov[i].iov_len;
+			continue;
+		}
+		n = iov[i].iov_len - skip;
+		if (n > len)
+			n = len;
+		memcpy((char *)iov[i].iov_base + skip, p, n);
+		p += n;
+		len -= n;
+		skip = 0;
+	}
+}
