@@ -180,6 +180,11 @@ uint32_t tc_slot_alloc(struct tc_cache *c, uint8_t vol, uint32_t line_no)
 		atomic_fetch_add(&c->used_lines, 1);
 	} else if (c->repl_ops->victim(c->repl, can_evict, c, &slot) < 0) {
 		pthread_mutex_unlock(&c->alloc_lock);
+		/* Clean lines may only wait for a commit to become evictable: ask for one
+		 * (once per starvation episode), and let the cleaner know. */
+		if (!atomic_exchange(&c->alloc_starved, true))
+			tc_meta_kick(c);
+		tc_cleaner_kick(c);
 		return TC_SLOT_NONE;
 	}
 	struct tc_line *l = &c->lines[slot];

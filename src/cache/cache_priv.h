@@ -165,6 +165,9 @@ struct tc_cache {
 	_Atomic uint64_t cache_errors;
 	_Atomic bool failed;             /* pass-through fallback for every volume */
 	bool pressure;                   /* dirty above high watermark until below low */
+	_Atomic bool alloc_starved;      /* an allocation found nothing evictable */
+	_Atomic bool kick_queued;        /* kick_work is queued */
+	struct tc_work kick_work;        /* runs the cleaner now, off the I/O path */
 	_Atomic uint64_t commits, commit_blocks;
 	uint64_t recovered_dirty, recovered_dropped, recovery_ns;
 	_Atomic int inflight_reqs;
@@ -214,6 +217,9 @@ static inline void tc_meta_mark(struct tc_cache *c, uint32_t slot)
 }
 /* Wait for a commit that starts after this call; @w->fn runs on completion. */
 void tc_meta_commit_wait(struct tc_cache *c, struct tc_commit_waiter *w);
+/* Start a commit now (or right after the running one), with no waiter: used when
+ * clean lines wait for a commit before they may be evicted. */
+void tc_meta_kick(struct tc_cache *c);
 /* Periodic: start a commit if blocks changed and the interval passed. */
 void tc_meta_tick(struct tc_cache *c, uint64_t now);
 /* Synchronous commit (management paths). */
@@ -237,6 +243,8 @@ void tc_inflight_release_shared(struct tc_cache *c, struct tc_stripe *s,
 int tc_cleaner_init(struct tc_cache *c);
 void tc_cleaner_fini(struct tc_cache *c);
 void tc_cleaner_tick(struct tc_cache *c, uint64_t now);
+/* Run a cleaner pass soon from a work item (allocation starved). */
+void tc_cleaner_kick(struct tc_cache *c);
 /* Drain the volume's dirty data (blocking); used by flush, detach and set. */
 int tc_cleaner_drain(struct tc_volume *v, tc_progress_fn fn, void *opaque);
 

@@ -219,6 +219,9 @@ static void batch_finish(struct tc_cache *c)
 		       "dirty in the cache", v->name, v->backing->name, strerror(-err));
 	}
 	tc_stat_add(v, ST_WB_BYTES, bytes);
+	/* Cleaned lines become evictable once a commit records them clean. */
+	if (bytes && (atomic_exchange(&c->alloc_starved, false) || c->pressure))
+		tc_meta_kick(c);
 	uint64_t now = tc_ctx_now(c->ctx);
 	if (now - v->rate_window_start >= 1000000000ull) {
 		uint64_t span = now - v->rate_window_start;
@@ -413,6 +416,21 @@ void tc_cleaner_tick(struct tc_cache *c, uint64_t now)
 	cl->step = 0;
 	cl->work.fn = batch_start_work;
 	tc_ctx_defer(c->ctx, &cl->work);
+}
+
+static void kick_work_fn(struct tc_work *w)
+{
+	struct tc_cache *c = (struct tc_cache *)((char *)w - offsetof(struct tc_cache, kick_work));
+	atomic_store(&c->kick_queued, false);
+	tc_cleaner_tick(c, tc_ctx_now(c->ctx));
+}
+
+void tc_cleaner_kick(struct tc_cache *c)
+{
+	if (c->closing || atomic_exchange(&c->kick_queued, true))
+		return;
+	c->kick_work.fn = kick_work_fn;
+	tc_ctx_defer(c->ctx, &c->kick_work);
 }
 
 int tc_cleaner_drain(struct tc_volume *v, tc_progress_fn fn, void *opaque)

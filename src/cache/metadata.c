@@ -326,6 +326,17 @@ void tc_meta_commit_wait(struct tc_cache *c, struct tc_commit_waiter *w)
 	pthread_mutex_unlock(&m->lock);
 }
 
+void tc_meta_kick(struct tc_cache *c)
+{
+	struct tc_meta *m = &c->meta;
+	pthread_mutex_lock(&m->lock);
+	if (!m->running)
+		commit_start_locked(c);
+	else
+		m->again = true;
+	pthread_mutex_unlock(&m->lock);
+}
+
 void tc_meta_tick(struct tc_cache *c, uint64_t now)
 {
 	struct tc_meta *m = &c->meta;

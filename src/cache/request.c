@@ -81,6 +81,7 @@ struct tc_sub {
 	struct tc_commit_waiter cw;
 	int nios;
 	struct tc_io ios[SUB_MAX_IOS];
+	bool io_on_cache[SUB_MAX_IOS];
 	struct iovec iov_inline[SUB_MAX_IOS];
 	struct iovec *iov_direct;  /* client iov slice */
 	int iov_direct_cnt;
@@ -185,7 +186,7 @@ static void sub_io_done(struct tc_io *io, int result)
 {
 	struct tc_sub *s = io->private_data;
 	if (result < 0) {
-		if (io->internal[3] == 1)
+		if (s->io_on_cache[io - s->ios])
 			atomic_store(&s->cache_err, result);
 		else
 			atomic_store(&s->backing_err, result);
@@ -207,8 +208,7 @@ static void sub_io(struct tc_sub *s, bool on_cache, uint8_t op, uint8_t flags, u
 	io->iovcnt = iovcnt;
 	io->done = sub_io_done;
 	io->private_data = s;
-	/* internal[] belongs to the device layer except [3], which it leaves alone. */
-	io->internal[3] = on_cache;
+	s->io_on_cache[s->nios - 1] = on_cache;
 	atomic_fetch_add(&s->pending, 1);
 	tc_dev_submit(on_cache ? s->c->dev : s->vol->backing, io);
 }

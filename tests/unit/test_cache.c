@@ -1,0 +1,693 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * test_cache.c - the cache engine through the public API, deterministic mode, on
+ * crash-test devices over sparse files: hit/miss paths and their counters, partial
+ * sector writes, write policies, admission, sequential cutoff, eviction, durability
+ * (FLUSH, FUA, periodic commit, power cuts), recovery, stale and foreign backings,
+ * superblock and metadata damage, detach and settings changes.
+ */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <cmocka.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include "tiercache.h"
+#include "format.h"
+
+#define MIB (1024u * 1024u)
+
+struct env {
+	char dir[256], cpath[300], bpath[300], b2path[300];
+	tc_ctx *ctx;
+	tc_dev *cd, *bd;
+	tc_cache *c;
+	tc_volume *v;
+	uint64_t seed;
+	struct tc_cache_opts copts;
+	struct tc_volume_settings set;
+};
+
+static void quiet(void *o, enum tc_log_level l, const char *m)
+{
+	(void)o;
+	(void)l;
+	(void)m;
+}
+
+static void env_devices(struct env *e, unsigned flags)
+{
+	struct tc_ctx_opts o = { .mode = TC_CTX_DETERMINISTIC, .seed = e->seed };
+	assert_int_equal(tc_ctx_new(&o, &e->ctx), 0);
+	tc_ctx_set_log(e->ctx, quiet, NULL, TC_LOG_ERROR);
+	assert_int_equal(tc_dev_new_crash(e->ctx, e->cpath, flags, 8 * MIB, e->seed, &e->cd), 0);
+	assert_int_equal(tc_dev_new_crash(e->ctx, e->bpath, flags, 32 * MIB, e->seed + 1, &e->bd), 0);
+}
+
+/* Fresh cache (64 lines of 16 KiB unless the test changed copts) and one volume. */
+static void env_up(struct env *e)
+{
+	env_devices(e, TC_DEV_CREATE);
+	assert_int_equal(tc_cache_format(e->ctx, e->cd, &e->copts), 0);
+	assert_int_equal(tc_backing_format(e->ctx, e->bd, "vol", &e->set), 0);
+	assert_int_equal(tc_cache_open(e->ctx, e->cd, &e->c), 0);
+	assert_int_equal(tc_cache_attach(e->c, e->bd, NULL, 0, &e->v), 0);
+}
+
+/* Power cut: both devices keep a seed-chosen subset of unflushed writes; the process
+ * "dies"; then a new context opens the same files. */
+static void env_crash_and_reopen(struct env *e)
+{
+	tc_crash_power_cut(e->cd);
+	tc_crash_power_cut(e->bd);
+	tc_cache_abandon(e->c);
+	tc_dev_close(e->cd);
+	tc_dev_close(e->bd);
+	tc_ctx_free(e->ctx);
+	e->seed += 100;
+	env_devices(e, 0);
+	assert_int_equal(tc_cache_open(e->ctx, e->cd, &e->c), 0);
+	assert_int_equal(tc_cache_attach(e->c, e->bd, NULL, 0, &e->v), 0);
+}
+
+static void env_close_and_reopen(struct env *e)
+{
+	assert_int_equal(tc_cache_close(e->c), 0);
+	tc_dev_close(e->cd);
+	tc_dev_close(e->bd);
+	tc_ctx_free(e->ctx);
+	env_devices(e, 0);
+	assert_int_equal(tc_cache_open(e->ctx, e->cd, &e->c), 0);
+	assert_int_equal(tc_cache_attach(e->c, e->bd, NULL, 0, &e->v), 0);
+}
+
+static void env_down(struct env *e)
+{
+	if (e->c)
+		assert_int_equal(tc_cache_close(e->c), 0);
+	if (e->cd)
+		tc_dev_close(e->cd);
+	if (e->bd)
+		tc_dev_close(e->bd);
+	tc_ctx_free(e->ctx);
+}
+
+static int setup(void **state)
+{
+	struct env *e = calloc(1, sizeof(*e));
+	const char *tmp = getenv("TMPDIR");
+	snprintf(e->dir, sizeof(e->dir), "%s/tc-test-cache-XXXXXX", tmp ? tmp : "/tmp");
+	if (!mkdtemp(e->dir))
+		return -1;
+	snprintf(e->cpath, sizeof(e->cpath), "%s/cache", e->dir);
+	snprintf(e->bpath, sizeof(e->bpath), "%s/backing", e->dir);
+	snprintf(e->b2path, sizeof(e->b2path), "%s/backing2", e->dir);
+	e->seed = 42;
+	tc_cache_opts_default(&e->copts);
+	e->copts.line_size = 16384;
+	tc_volume_settings_default(&e->set);
+	e->set.seq_cutoff = 0;
+	*state = e;
+	return 0;
+}
+
+static int teardown(void **state)
+{
+	struct env *e = *state;
+	unlink(e->cpath);
+	unlink(e->bpath);
+	unlink(e->b2path);
+	rmdir(e->dir);
+	free(e);
+	return 0;
+}
+
+static void fill(uint8_t *p, size_t len, unsigned tag)
+{
+	for (size_t i = 0; i < len; i++)
+		p[i] = (uint8_t)(tag * 31 + i / 512 + 1);
+}
+
+static void wr(struct env *e, uint64_t off, size_t len, unsigned tag, unsigned flags)
+{
+	uint8_t *b = malloc(len);
+	fill(b, len, tag);
+	assert_int_equal(tc_volume_pwrite(e->v, b, len, off, flags), 0);
+	free(b);
+}
+
+static void expect(struct env *e, uint64_t off, size_t len, unsigned tag)
+{
+	uint8_t *b = malloc(len), *want = malloc(len);
+	fill(want, len, tag);
+	assert_int_equal(tc_volume_pread(e->v, b, len, off), 0);
+	assert_memory_equal(b, want, len);
+	free(b);
+	free(want);
+}
+
+static void expect_zero(struct env *e, uint64_t off, size_t len)
+{
+	uint8_t *b = malloc(len), *z = calloc(1, len);
+	assert_int_equal(tc_volume_pread(e->v, b, len, off), 0);
+	assert_memory_equal(b, z, len);
+	free(b);
+	free(z);
+}
+
+static int vflush(struct env *e)
+{
+	return tc_volume_io(e->v, TC_OP_FLUSH, 0, NULL, 0, 0);
+}
+
+static struct tc_volume_stats vstats(struct env *e)
+{
+	struct tc_volume_stats st;
+	tc_volume_stats(e->v, &st);
+	return st;
+}
+
+/* ---- tests ---------------------------------------------------------------------- */
+
+static void test_read_miss_then_hit(void **state)
+{
+	struct env *e = *state;
+	env_up(e);
+	expect_zero(e, 0, 16384);
+	struct tc_volume_stats st = vstats(e);
+	assert_int_equal(st.read_misses, 1);
+	assert_int_equal(st.promotions, 1);
+	expect_zero(e, 0, 16384);
+	st = vstats(e);
+	assert_int_equal(st.read_hits, 1);
+	assert_int_equal(st.cached_bytes, 16384);
+	env_down(e);
+}
+
+static void test_partial_sectors_rmw(void **state)
+{
+	struct env *e = *state;
+	env_up(e);
+	wr(e, 0, 16384, 1, 0);
+	/* 512-byte pieces inside 4 KiB units, across a line boundary, then read back. */
+	wr(e, 512 * 3, 512, 2, 0);
+	wr(e, 16384 - 1024, 2048, 3, 0);
+	uint8_t *b = malloc(32768), *w = malloc(32768);
+	fill(w, 16384, 1);
+	memset(w + 16384, 0, 16384);
+	fill(w + 512 * 3, 512, 2);
+	fill(w + 16384 - 1024, 2048, 3);
+	assert_int_equal(tc_volume_pread(e->v, b, 32768, 0), 0);
+	assert_memory_equal(b, w, 32768);
+	/* The same after write-back to the backing and a restart. */
+	assert_int_equal(tc_volume_flush_dirty(e->v, NULL, NULL), 0);
+	assert_int_equal(vstats(e).dirty_bytes, 0);
+	env_close_and_reopen(e);
+	assert_int_equal(tc_volume_pread(e->v, b, 32768, 0), 0);
+	assert_memory_equal(b, w, 32768);
+	free(b);
+	free(w);
+	env_down(e);
+}
+
+static void test_writeback_dirty_then_detach(void **state)
+{
+	struct env *e = *state;
+	env_up(e);
+	wr(e, 1 * MIB, 65536, 5, 0);
+	assert_int_equal(vstats(e).dirty_bytes, 65536);
+	/* Detach drains, and the backing alone holds the data at its data offset. */
+	assert_int_equal(tc_volume_detach(e->v, 0, NULL, NULL), 0);
+	uint8_t *b = malloc(65536), *w = malloc(65536);
+	fill(w, 65536, 5);
+	assert_int_equal(tc_dev_pread(e->bd, b, 65536, TC_BACKING_DATA_OFFSET + 1 * MIB), 0);
+	assert_memory_equal(b, w, 65536);
+	free(b);
+	free(w);
+	env_down(e);
+}
+
+static void test_policy_change_drains(void **state)
+{
+	struct env *e = *state;
+	env_up(e);
+	wr(e, 0, 8192, 6, 0);
+	assert_true(vstats(e).dirty_bytes > 0);
+	struct tc_volume_settings s = e->set;
+	s.write_policy = TC_WP_WT;
+	assert_int_equal(tc_volume_set(e->v, &s, NULL, NULL), 0);
+	assert_int_equal(vstats(e).dirty_bytes, 0);
+	wr(e, 8192, 8192, 7, 0);
+	assert_int_equal(vstats(e).dirty_bytes, 0);
+	expect(e, 0, 8192, 6);
+	expect(e, 8192, 8192, 7);
+	/* Settings persist across restarts. */
+	env_close_and_reopen(e);
+	struct tc_volume_settings got;
+	tc_volume_get(e->v, &got);
+	assert_int_equal(got.write_policy, TC_WP_WT);
+	/* Bad settings are refused and change nothing. */
+	s.nhit = 0;
+	s.admission = TC_ADMIT_NHIT;
+	assert_int_equal(tc_volume_set(e->v, &s, NULL, NULL), -EINVAL);
+	tc_volume_get(e->v, &got);
+	assert_int_equal(got.admission, TC_ADMIT_ALWAYS);
+	env_down(e);
+}
+
+static void test_passthrough_invalidates(void **state)
+{
+	struct env *e = *state;
+	e->set.write_policy = TC_WP_WT;
+	env_up(e);
+	wr(e, 0, 16384, 1, 0);
+	expect(e, 0, 16384, 1);
+	assert_int_equal(vstats(e).cached_bytes, 16384);
+	struct tc_volume_settings s = e->set;
+	s.write_policy = TC_WP_PT;
+	assert_int_equal(tc_volume_set(e->v, &s, NULL, NULL), 0);
+	wr(e, 4096, 4096, 2, 0);
+	assert_int_equal(vstats(e).cached_bytes, 12288);
+	uint8_t *b = malloc(16384), *w = malloc(16384);
+	fill(w, 16384, 1);
+	fill(w + 4096, 4096, 2);
+	assert_int_equal(tc_volume_pread(e->v, b, 16384, 0), 0);
+	assert_memory_equal(b, w, 16384);
+	free(b);
+	free(w);
+	env_down(e);
+}
+
+static void test_write_around_no_allocate(void **state)
+{
+	struct env *e = *state;
+	e->set.write_policy = TC_WP_WA;
+	env_up(e);
+	wr(e, 0, 16384, 1, 0);
+	assert_int_equal(vstats(e).promotions, 0);
+	assert_int_equal(vstats(e).cached_bytes, 0);
+	expect(e, 0, 16384, 1);        /* read miss fills */
+	assert_int_equal(vstats(e).promotions, 1);
+	wr(e, 0, 4096, 2, 0);           /* hit: updated in cache and backing */
+	expect(e, 0, 4096, 2);
+	assert_int_equal(vstats(e).read_hits, 1);
+	env_down(e);
+}
+
+static void test_nhit_admission(void **state)
+{
+	struct env *e = *state;
+	e->set.admission = TC_ADMIT_NHIT;
+	e->set.nhit = 3;
+	env_up(e);
+	expect_zero(e, 0, 4096);
+	expect_zero(e, 0, 4096);
+	assert_int_equal(vstats(e).promotions, 0);
+	assert_int_equal(vstats(e).bypassed_admission, 2);
+	expect_zero(e, 0, 4096);
+	assert_int_equal(vstats(e).promotions, 1);
+	expect_zero(e, 0, 4096);
+	assert_int_equal(vstats(e).read_hits, 1);
+	env_down(e);
+}
+
+static void test_sequential_cutoff(void **state)
+{
+	struct env *e = *state;
+	e->set.seq_cutoff = 256 * 1024;
+	env_up(e);
+	for (unsigned i = 0; i < 16; i++)
+		expect_zero(e, (uint64_t)i * 65536, 65536);
+	struct tc_volume_stats st = vstats(e);
+	/* The first 4 requests build the stream up to the cutoff, the rest bypass. */
+	assert_int_equal(st.bypassed_seq, 13);
+	assert_true(st.cached_bytes <= 4 * 65536);
+	env_down(e);
+}
+
+static void test_fill_line(void **state)
+{
+	struct env *e = *state;
+	e->set.fill = TC_FILL_LINE;
+	env_up(e);
+	expect_zero(e, 4096, 4096);
+	assert_int_equal(vstats(e).cached_bytes, 16384);
+	expect_zero(e, 0, 16384);
+	assert_int_equal(vstats(e).read_hits, 1);
+	env_down(e);
+}
+
+static void test_eviction_keeps_data(void **state)
+{
+	struct env *e = *state;
+	e->copts.replacement = TC_REPL_LRU;
+	env_up(e);
+	struct tc_cache_stats cs;
+	tc_cache_stats(e->c, &cs);
+	/* Write 3x the cache in write-back: the cleaner must make room. */
+	uint64_t n = cs.lines * 3;
+	assert_true(n * 16384 <= tc_volume_size(e->v));
+	for (uint64_t i = 0; i < n; i++)
+		wr(e, i * 16384, 16384, (unsigned)i, 0);
+	for (uint64_t i = 0; i < n; i++)
+		expect(e, i * 16384, 16384, (unsigned)i);
+	assert_true(vstats(e).evictions > 0);
+	tc_cache_stats(e->c, &cs);
+	assert_true(cs.mem_bytes_per_line <= 24);
+	env_down(e);
+}
+
+static void test_flush_survives_power_cut(void **state)
+{
+	struct env *e = *state;
+	env_up(e);
+	for (int round = 0; round < 5; round++) {
+		wr(e, 0, 65536, 10 + (unsigned)round, 0);
+		wr(e, 3 * MIB + 512, 1024, 20 + (unsigned)round, 0);
+		assert_int_equal(vflush(e), 0);
+		wr(e, 65536, 4096, 30 + (unsigned)round, TC_IO_FUA);
+		env_crash_and_reopen(e);
+		expect(e, 0, 65536, 10 + (unsigned)round);
+		expect(e, 3 * MIB + 512, 1024, 20 + (unsigned)round);
+		expect(e, 65536, 4096, 30 + (unsigned)round);
+	}
+	struct tc_cache_stats cs;
+	tc_cache_stats(e->c, &cs);
+	assert_true(cs.recovered_dirty_lines > 0);
+	env_down(e);
+}
+
+static void test_periodic_commit_without_flush(void **state)
+{
+	struct env *e = *state;
+	env_up(e);
+	wr(e, 0, 16384, 3, 0);
+	/* No FLUSH: the 1 s periodic commit must make it durable. */
+	for (int i = 0; i < 150; i++) {
+		tc_ctx_advance(e->ctx, 10000000);
+		while (tc_ctx_poll(e->ctx, 64) > 0)
+			;
+	}
+	env_crash_and_reopen(e);
+	expect(e, 0, 16384, 3);
+	env_down(e);
+}
+
+static void test_unflushed_old_or_new(void **state)
+{
+	struct env *e = *state;
+	int saw_old = 0, saw_new = 0;
+	for (int round = 0; round < 12; round++) {
+		e->seed = 1000 + (uint64_t)round * 7;
+		env_up(e);
+		wr(e, 0, 4096, 1, 0);
+		assert_int_equal(vflush(e), 0);
+		wr(e, 0, 4096, 2, 0);
+		env_crash_and_reopen(e);
+		uint8_t b[4096], o[4096], n[4096];
+		fill(o, 4096, 1);
+		fill(n, 4096, 2);
+		assert_int_equal(tc_volume_pread(e->v, b, 4096, 0), 0);
+		bool is_old = !memcmp(b, o, 4096), is_new = !memcmp(b, n, 4096);
+		assert_true(is_old || is_new);
+		saw_old += is_old;
+		saw_new += is_new;
+		env_down(e);
+		unlink(e->cpath);
+		unlink(e->bpath);
+		e->c = NULL;
+		e->cd = e->bd = NULL;
+	}
+	/* The crash device keeps or drops the unflushed write depending on the seed. */
+	assert_true(saw_old > 0);
+	assert_true(saw_new > 0);
+}
+
+static void test_clean_shutdown_warm(void **state)
+{
+	struct env *e = *state;
+	env_up(e);
+	expect_zero(e, 0, 65536);
+	wr(e, 1 * MIB, 16384, 4, 0);
+	env_close_and_reopen(e);
+	struct tc_volume_stats st = vstats(e);
+	assert_int_equal(st.cached_bytes, 65536 + 16384);
+	assert_int_equal(st.dirty_bytes, 16384);
+	expect_zero(e, 0, 65536);
+	expect(e, 1 * MIB, 16384, 4);
+	assert_int_equal(vstats(e).read_hits, 5);
+	/* After a crash only dirty lines survive. */
+	env_crash_and_reopen(e);
+	st = vstats(e);
+	assert_int_equal(st.cached_bytes, 16384);
+	assert_int_equal(st.dirty_bytes, 16384);
+	expect(e, 1 * MIB, 16384, 4);
+	env_down(e);
+}
+
+/* Bump the backing's attach generation, as using it without the cache does. */
+static void backing_used_elsewhere(struct env *e)
+{
+	uint8_t *buf = aligned_alloc(4096, 8192);
+	assert_int_equal(tc_dev_pread(e->bd, buf, 8192, 0), 0);
+	struct tc_backing_sb b0, b1;
+	assert_int_equal(tc_fmt_backing_sb_decode(buf, &b0, NULL, 0), TC_FMT_OK);
+	assert_int_equal(tc_fmt_backing_sb_decode(buf + 4096, &b1, NULL, 0), TC_FMT_OK);
+	struct tc_backing_sb *n = b0.generation > b1.generation ? &b0 : &b1;
+	n->attach_gen++;
+	n->generation++;
+	tc_fmt_backing_sb_encode(n, buf);
+	tc_fmt_backing_sb_encode(n, buf + 4096);
+	assert_int_equal(tc_dev_pwrite(e->bd, buf, 8192, 0, TC_IO_FUA), 0);
+	free(buf);
+}
+
+static void test_stale_backing(void **state)
+{
+	struct env *e = *state;
+	env_up(e);
+	wr(e, 0, 16384, 9, 0);
+	assert_int_equal(tc_cache_close(e->c), 0);
+	tc_dev_close(e->cd);
+	tc_dev_close(e->bd);
+	tc_ctx_free(e->ctx);
+	env_devices(e, 0);
+	backing_used_elsewhere(e);
+	assert_int_equal(tc_cache_open(e->ctx, e->cd, &e->c), 0);
+	assert_int_equal(tc_cache_attach(e->c, e->bd, NULL, 0, &e->v), -ESTALE);
+	/* Refused without changing anything: the same answer again. */
+	assert_int_equal(tc_cache_attach(e->c, e->bd, NULL, 0, &e->v), -ESTALE);
+	assert_int_equal(tc_cache_attach(e->c, e->bd, NULL, TC_ATTACH_DISCARD_DIRTY, &e->v), 0);
+	assert_int_equal(vstats(e).dirty_bytes, 0);
+	expect_zero(e, 0, 16384);
+	env_down(e);
+}
+
+static void test_foreign_and_unformatted(void **state)
+{
+	struct env *e = *state;
+	env_up(e);
+	tc_dev *other_cd, *b2;
+	char p2[320];
+	snprintf(p2, sizeof(p2), "%s2", e->cpath);
+	assert_int_equal(tc_dev_new_crash(e->ctx, p2, TC_DEV_CREATE, 8 * MIB, 1, &other_cd), 0);
+	assert_int_equal(tc_dev_new_crash(e->ctx, e->b2path, TC_DEV_CREATE, 8 * MIB, 1, &b2), 0);
+	tc_volume *v2;
+	/* Not a backing at all. */
+	assert_int_equal(tc_cache_attach(e->c, b2, NULL, 0, &v2), -EINVAL);
+	/* Not a cache. */
+	tc_cache *c2;
+	assert_int_equal(tc_cache_open(e->ctx, b2, &c2), -EINVAL);
+	/* A backing of another cache. */
+	assert_int_equal(tc_cache_format(e->ctx, other_cd, &e->copts), 0);
+	assert_int_equal(tc_cache_open(e->ctx, other_cd, &c2), 0);
+	assert_int_equal(tc_cache_attach(c2, e->bd, NULL, 0, &v2), -EBUSY);
+	/* Already attached. */
+	assert_int_equal(tc_cache_attach(e->c, e->bd, NULL, 0, &v2), -EEXIST);
+	/* Same name on a second backing. */
+	assert_int_equal(tc_backing_format(e->ctx, b2, "vol", NULL), 0);
+	assert_int_equal(tc_cache_attach(e->c, b2, NULL, 0, &v2), -EEXIST);
+	assert_int_equal(tc_backing_format(e->ctx, b2, "bad name!", NULL), -EINVAL);
+	assert_int_equal(tc_cache_close(c2), 0);
+	tc_dev_close(other_cd);
+	tc_dev_close(b2);
+	unlink(p2);
+	/* Requests out of range or misaligned are refused. */
+	uint8_t buf[4096];
+	assert_int_equal(tc_volume_pread(e->v, buf, 4096, tc_volume_size(e->v)), -EINVAL);
+	assert_int_equal(tc_volume_pread(e->v, buf, 100, 0), -EINVAL);
+	assert_int_equal(tc_volume_pread(e->v, buf, 512, 100), -EINVAL);
+	env_down(e);
+}
+
+static void test_two_volumes_isolated(void **state)
+{
+	struct env *e = *state;
+	env_up(e);
+	tc_dev *b2;
+	assert_int_equal(tc_dev_new_crash(e->ctx, e->b2path, TC_DEV_CREATE, 16 * MIB, 3, &b2), 0);
+	assert_int_equal(tc_backing_format(e->ctx, b2, "second", NULL), 0);
+	tc_volume *v2;
+	assert_int_equal(tc_cache_attach(e->c, b2, NULL, 0, &v2), 0);
+	assert_ptr_equal(tc_cache_find(e->c, "second"), v2);
+	assert_ptr_equal(tc_cache_find(e->c, "vol"), e->v);
+	wr(e, 0, 16384, 1, 0);
+	uint8_t b[16384], z[16384];
+	memset(z, 0, sizeof(z));
+	assert_int_equal(tc_volume_pread(v2, b, 16384, 0), 0);
+	assert_memory_equal(b, z, 16384);
+	fill(z, 16384, 2);
+	assert_int_equal(tc_volume_pwrite(v2, z, 16384, 0, 0), 0);
+	expect(e, 0, 16384, 1);
+	assert_int_equal(tc_volume_detach(v2, 0, NULL, NULL), 0);
+	expect(e, 0, 16384, 1);
+	tc_dev_close(b2);
+	env_down(e);
+}
+
+static void corrupt(const char *path, uint64_t off)
+{
+	FILE *f = fopen(path, "r+b");
+	assert_non_null(f);
+	fseek(f, (long)off, SEEK_SET);
+	int ch = fgetc(f);
+	fseek(f, (long)off, SEEK_SET);
+	fputc(ch ^ 0x5a, f);
+	fclose(f);
+}
+
+static void test_damage_detected(void **state)
+{
+	struct env *e = *state;
+	env_up(e);
+	wr(e, 0, 16384, 1, 0);
+	assert_int_equal(tc_cache_close(e->c), 0);
+	e->c = NULL;
+	tc_dev_close(e->cd);
+	tc_dev_close(e->bd);
+	e->cd = e->bd = NULL;
+	tc_ctx_free(e->ctx);
+	/* One superblock copy damaged: the other one serves. */
+	corrupt(e->cpath, 100);
+	env_devices(e, 0);
+	assert_int_equal(tc_cache_open(e->ctx, e->cd, &e->c), 0);
+	assert_int_equal(tc_cache_attach(e->c, e->bd, NULL, 0, &e->v), 0);
+	expect(e, 0, 16384, 1);
+	assert_int_equal(tc_cache_close(e->c), 0);
+	e->c = NULL;
+	tc_dev_close(e->cd);
+	tc_dev_close(e->bd);
+	tc_ctx_free(e->ctx);
+	/* Both superblock copies damaged: refused. */
+	corrupt(e->cpath, 100);
+	corrupt(e->cpath, TC_CACHE_SB_SIZE + 100);
+	env_devices(e, 0);
+	assert_int_equal(tc_cache_open(e->ctx, e->cd, &e->c), -EUCLEAN);
+	e->c = NULL;
+	tc_dev_close(e->cd);
+	tc_dev_close(e->bd);
+	tc_ctx_free(e->ctx);
+	corrupt(e->cpath, 100);
+	corrupt(e->cpath, TC_CACHE_SB_SIZE + 100);
+	/* Both copies of metadata block 0 damaged: refused (its lines may be dirty). */
+	corrupt(e->cpath, TC_MD_OFFSET + 200);
+	corrupt(e->cpath, TC_MD_OFFSET + TC_MD_BLOCK_SIZE + 200);
+	env_devices(e, 0);
+	assert_int_equal(tc_cache_open(e->ctx, e->cd, &e->c), -EUCLEAN);
+	e->c = NULL;
+	tc_dev_close(e->cd);
+	tc_dev_close(e->bd);
+	e->cd = e->bd = NULL;
+	tc_ctx_free(e->ctx);
+	e->ctx = NULL;
+}
+
+static void test_discard_and_zeroes(void **state)
+{
+	struct env *e = *state;
+	env_up(e);
+	wr(e, 0, 32768, 1, 0);
+	assert_int_equal(tc_volume_io(e->v, TC_OP_WRITE_ZEROES, 0, NULL, 4096, 4096), 0);
+	uint8_t *b = malloc(32768), *w = malloc(32768);
+	fill(w, 32768, 1);
+	memset(w + 4096, 0, 4096);
+	assert_int_equal(tc_volume_pread(e->v, b, 32768, 0), 0);
+	assert_memory_equal(b, w, 32768);
+	assert_int_equal(tc_volume_io(e->v, TC_OP_DISCARD, 0, NULL, 16384, 16384), 0);
+	assert_int_equal(tc_volume_pread(e->v, b, 16384, 16384), 0);
+	/* Old data or zeros, per 512-byte sector. */
+	for (unsigned s = 0; s < 32; s++) {
+		bool old = !memcmp(b + s * 512, w + 16384 + s * 512, 512);
+		bool zero = true;
+		for (unsigned i = 0; i < 512; i++)
+			zero &= b[s * 512 + i] == 0;
+		assert_true(old || zero);
+	}
+	free(b);
+	free(w);
+	env_down(e);
+}
+
+static void test_cache_errors_fall_back(void **state)
+{
+	struct env *e = *state;
+	e->set.write_policy = TC_WP_WT;
+	env_up(e);
+	wr(e, 0, 16384, 1, 0);
+	expect(e, 0, 16384, 1);
+	assert_int_equal(tc_crash_fail_nth(e->cd, TC_FAULT_READ, 1, true), 0);
+	assert_int_equal(tc_crash_fail_nth(e->cd, TC_FAULT_WRITE, 1, true), 0);
+	/* Clean data comes from the backing when the cache cannot be read. */
+	for (int i = 0; i < 4; i++)
+		expect(e, 0, 16384, 1);
+	wr(e, 16384, 16384, 2, 0);
+	expect(e, 16384, 16384, 2);
+	assert_true(vstats(e).fallback_pt);
+	assert_int_equal(tc_crash_fail_nth(e->cd, TC_FAULT_READ, 0, false), 0);
+	assert_int_equal(tc_crash_fail_nth(e->cd, TC_FAULT_WRITE, 0, false), 0);
+	env_down(e);
+}
+
+static void test_dirty_unreadable_is_error(void **state)
+{
+	struct env *e = *state;
+	env_up(e);
+	wr(e, 0, 16384, 1, 0);
+	assert_int_equal(tc_crash_fail_nth(e->cd, TC_FAULT_READ, 1, true), 0);
+	uint8_t b[16384];
+	assert_int_equal(tc_volume_pread(e->v, b, 16384, 0), -EIO);
+	assert_int_equal(tc_crash_fail_nth(e->cd, TC_FAULT_READ, 0, false), 0);
+	expect(e, 0, 16384, 1);
+	env_down(e);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_setup_teardown(test_read_miss_then_hit, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_partial_sectors_rmw, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_writeback_dirty_then_detach, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_policy_change_drains, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_passthrough_invalidates, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_write_around_no_allocate, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_nhit_admission, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_sequential_cutoff, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_fill_line, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_eviction_keeps_data, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_flush_survives_power_cut, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_periodic_commit_without_flush, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_unflushed_old_or_new, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_clean_shutdown_warm, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_stale_backing, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_foreign_and_unformatted, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_two_volumes_isolated, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_damage_detected, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_discard_and_zeroes, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_cache_errors_fall_back, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_dirty_unreadable_is_error, setup, teardown),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
