@@ -90,6 +90,7 @@ struct tc_volume {
 	struct tc_volume_settings set;   /* read without lock on the I/O path (fields are
 					  * single bytes / words updated atomically enough) */
 	_Atomic int draining;            /* >0: writes go write-through, cleaner flat out */
+	_Atomic int wb_inflight;         /* writes planned as write-back, not yet finished */
 	_Atomic uint64_t dirty_units;    /* 4 KiB units dirty */
 	_Atomic uint64_t valid_units;
 	_Atomic uint64_t last_io_ns;

@@ -445,7 +445,7 @@ int tc_cleaner_drain(struct tc_volume *v, tc_progress_fn fn, void *opaque)
 		pthread_mutex_lock(&c->meta.lock);
 		bool busy_here = c->cleaner.busy && c->cleaner.vol == v;
 		pthread_mutex_unlock(&c->meta.lock);
-		if (left == 0 && !busy_here)
+		if (left == 0 && !busy_here && atomic_load(&v->wb_inflight) == 0)
 			break;
 		if (fn && left != last_report) {
 			last_report = left;

@@ -394,6 +394,8 @@ static void sub_done(struct tc_sub *s, int err)
 		g = line_release_locked(c, s);
 	pthread_mutex_unlock(&s->stripe->lock);
 	resume_granted(c, g);
+	if (s->kind == SUB_WRITE && s->route == ROUTE_WB && s->step >= 30)
+		atomic_fetch_sub(&s->vol->wb_inflight, 1);
 	if (!err && s->fua && s->kind == SUB_WRITE && s->route == ROUTE_WB) {
 		/* FUA in write-back: durable once its data and mapping are committed. */
 		s->cw.fn = sub_commit_done;
@@ -415,7 +417,13 @@ static uint8_t effective_route(struct tc_sub *s)
 		return ROUTE_PT;
 	switch (wp) {
 	case TC_WP_WB:
-		return atomic_load(&v->draining) ? ROUTE_WT : ROUTE_WB;
+		/* Announce the write-back write before looking at draining; a drain raises
+		 * draining before reading wb_inflight, so one of the two sees the other. */
+		atomic_fetch_add(&v->wb_inflight, 1);
+		if (!atomic_load(&v->draining))
+			return ROUTE_WB;
+		atomic_fetch_sub(&v->wb_inflight, 1);
+		return ROUTE_WT;
 	case TC_WP_WT:
 		return ROUTE_WT;
 	case TC_WP_WA:
@@ -511,6 +519,7 @@ static void plan_write(struct tc_sub *s)
 			plan_alloc(s);
 		if (s->slot == TC_SLOT_NONE) {
 			s->route = ROUTE_WA;   /* nothing evictable: write around this time */
+			atomic_fetch_sub(&s->vol->wb_inflight, 1);
 		} else {
 			valid = c->lines[s->slot].valid;
 			s->rmw_cache = partial & valid;

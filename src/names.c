@@ -1,0 +1,98 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * names.c - short names of the settings' enum values, as the CLI, the control protocol
+ * and the JSON statistics spell them, and their parsers.  One table per enum, indexed
+ * by value, so a name and its value cannot drift apart.
+ *
+ * tc_repl_ops_get() lives here too: the replacement table maps enum tc_replacement to
+ * both its name and its ops table (policy.h), the one place that picks a backend.
+ *
+ * All functions are pure (read-only tables) and thread-safe.
+ */
+#include <errno.h>
+#include <string.h>
+#include "tiercache.h"
+#include "policy.h"
+
+static const char *const write_policy_names[] = {
+	[TC_WP_WT] = "wt",
+	[TC_WP_WB] = "wb",
+	[TC_WP_WA] = "wa",
+	[TC_WP_PT] = "pt",
+};
+
+static const char *const flush_rate_names[] = {
+	[TC_FLUSH_LOW] = "low",
+	[TC_FLUSH_MEDIUM] = "medium",
+	[TC_FLUSH_HIGH] = "high",
+};
+
+static const struct {
+	const char *name;
+	const struct tc_repl_ops *ops;
+} replacements[] = {
+	[TC_REPL_LRU] = { "lru", &tc_repl_lru },
+	[TC_REPL_S3FIFO] = { "s3fifo", &tc_repl_s3fifo },
+};
+
+#define ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
+
+/* name_parse - index of @s in @names[0..n), or -EINVAL (also for NULL). */
+static int name_parse(const char *const *names, size_t n, const char *s)
+{
+	if (!s)
+		return -EINVAL;
+	for (size_t i = 0; i < n; i++)
+		if (names[i] && strcmp(names[i], s) == 0)
+			return (int)i;
+	return -EINVAL;
+}
+
+/* tc_write_policy_name - "wt", "wb", "wa", "pt" for enum tc_write_policy @wp;
+ * "unknown" when out of range.  Returns a static string. */
+const char *tc_write_policy_name(unsigned wp)
+{
+	return wp < ARRAY_SIZE(write_policy_names) ? write_policy_names[wp] : "unknown";
+}
+
+/* tc_write_policy_parse - the enum tc_write_policy value named @s (exact, lower case),
+ * or -EINVAL. */
+int tc_write_policy_parse(const char *s)
+{
+	return name_parse(write_policy_names, ARRAY_SIZE(write_policy_names), s);
+}
+
+/* tc_flush_rate_name - "low", "medium", "high"; "unknown" when out of range. */
+const char *tc_flush_rate_name(unsigned r)
+{
+	return r < ARRAY_SIZE(flush_rate_names) ? flush_rate_names[r] : "unknown";
+}
+
+/* tc_flush_rate_parse - the enum tc_flush_rate value named @s, or -EINVAL. */
+int tc_flush_rate_parse(const char *s)
+{
+	return name_parse(flush_rate_names, ARRAY_SIZE(flush_rate_names), s);
+}
+
+/* tc_replacement_name - "lru", "s3fifo"; "unknown" when out of range. */
+const char *tc_replacement_name(unsigned r)
+{
+	return r < ARRAY_SIZE(replacements) ? replacements[r].name : "unknown";
+}
+
+/* tc_replacement_parse - the enum tc_replacement value named @s, or -EINVAL. */
+int tc_replacement_parse(const char *s)
+{
+	if (!s)
+		return -EINVAL;
+	for (size_t i = 0; i < ARRAY_SIZE(replacements); i++)
+		if (strcmp(replacements[i].name, s) == 0)
+			return (int)i;
+	return -EINVAL;
+}
+
+/* tc_repl_ops_get - the ops table of enum tc_replacement @id, or NULL if out of range. */
+const struct tc_repl_ops *tc_repl_ops_get(unsigned id)
+{
+	return id < ARRAY_SIZE(replacements) ? replacements[id].ops : NULL;
+}

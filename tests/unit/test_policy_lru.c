@@ -1,0 +1,245 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * test_policy_lru.c - exact LRU (src/cache/policy_lru.c): eviction order on hand-made
+ * sequences, can_evict refusals, remove, -ENOSPC, memory figures.
+ */
+#include <errno.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+#include <cmocka.h>
+#include "tiercache.h"
+#include "policy.h"
+
+#define NSLOTS 8
+
+struct fixture {
+	struct tc_line lines[NSLOTS];
+	struct tc_repl *r;
+};
+
+/* can_evict callbacks: arg is a bitmap of refused slots; calls are counted. */
+struct refuse {
+	uint32_t mask;
+	unsigned calls;
+};
+
+static bool refuse_some(void *arg, uint32_t slot)
+{
+	struct refuse *f = arg;
+
+	f->calls++;
+	return !(f->mask & (1u << slot));
+}
+
+static int setup(void **state)
+{
+	struct fixture *f = test_calloc(1, sizeof(*f));
+
+	assert_non_null(f);
+	for (uint32_t i = 0; i < NSLOTS; i++) {
+		f->lines[i].vol = 1;
+		f->lines[i].line_no = 100 + i;
+	}
+	assert_int_equal(tc_repl_lru.create(&f->r, f->lines, NSLOTS), 0);
+	*state = f;
+	return 0;
+}
+
+static int teardown(void **state)
+{
+	struct fixture *f = *state;
+
+	tc_repl_lru.destroy(f->r);
+	test_free(f);
+	return 0;
+}
+
+static uint32_t victim_ok(struct tc_repl *r)
+{
+	struct refuse none = { 0, 0 };
+	uint32_t slot = TC_SLOT_NONE;
+
+	assert_int_equal(tc_repl_lru.victim(r, refuse_some, &none, &slot), 0);
+	return slot;
+}
+
+static void assert_empty(struct tc_repl *r)
+{
+	struct refuse none = { 0, 0 };
+	uint32_t slot = 1234;
+
+	assert_int_equal(tc_repl_lru.victim(r, refuse_some, &none, &slot), -ENOSPC);
+	assert_int_equal(slot, 1234);   /* untouched on failure */
+	assert_int_equal(none.calls, 0);
+}
+
+/* Insertion order is eviction order without hits. */
+static void test_fifo_without_hits(void **state)
+{
+	struct fixture *f = *state;
+
+	for (uint32_t s = 0; s < 4; s++)
+		tc_repl_lru.insert(f->r, s);
+	for (uint32_t s = 0; s < 4; s++)
+		assert_int_equal(victim_ok(f->r), s);
+	assert_empty(f->r);
+}
+
+/* Hits reorder: insert 0 1 2 3, touch 1, 0, 1 (again), 3 -> LRU order 2 0 1 3. */
+static void test_touch_reorders(void **state)
+{
+	struct fixture *f = *state;
+	static const uint32_t expect[] = { 2, 0, 1, 3 };
+
+	for (uint32_t s = 0; s < 4; s++)
+		tc_repl_lru.insert(f->r, s);
+	tc_repl_lru.touch(f->r, 1);
+	tc_repl_lru.touch(f->r, 0);
+	tc_repl_lru.touch(f->r, 1);
+	tc_repl_lru.touch(f->r, 3);
+	for (unsigned i = 0; i < 4; i++)
+		assert_int_equal(victim_ok(f->r), expect[i]);
+	assert_empty(f->r);
+}
+
+/* Interleaved inserts, hits and evictions, as the engine drives them. */
+static void test_mixed_sequence(void **state)
+{
+	struct fixture *f = *state;
+
+	tc_repl_lru.insert(f->r, 5);
+	tc_repl_lru.insert(f->r, 2);
+	tc_repl_lru.touch(f->r, 5);          /* order (LRU first): 2 5 */
+	tc_repl_lru.insert(f->r, 7);         /* 2 5 7 */
+	assert_int_equal(victim_ok(f->r), 2);   /* 5 7 */
+	tc_repl_lru.insert(f->r, 2);         /* 5 7 2 */
+	tc_repl_lru.touch(f->r, 5);          /* 7 2 5 */
+	tc_repl_lru.touch(f->r, 5);          /* touching the head changes nothing */
+	assert_int_equal(victim_ok(f->r), 7);
+	assert_int_equal(victim_ok(f->r), 2);
+	assert_int_equal(victim_ok(f->r), 5);
+	assert_empty(f->r);
+}
+
+/* Refused slots are skipped and keep their place; the walk is one pass. */
+static void test_can_evict_skips(void **state)
+{
+	struct fixture *f = *state;
+	struct refuse rf = { (1u << 0) | (1u << 1), 0 };
+	uint32_t slot;
+
+	for (uint32_t s = 0; s < 5; s++)
+		tc_repl_lru.insert(f->r, s);        /* LRU first: 0 1 2 3 4 */
+	assert_int_equal(tc_repl_lru.victim(f->r, refuse_some, &rf, &slot), 0);
+	assert_int_equal(slot, 2);
+	assert_int_equal(rf.calls, 3);              /* asked 0, 1, then 2 */
+	/* 0 and 1 are still the least recently used once allowed. */
+	assert_int_equal(victim_ok(f->r), 0);
+	assert_int_equal(victim_ok(f->r), 1);
+	assert_int_equal(victim_ok(f->r), 3);
+	assert_int_equal(victim_ok(f->r), 4);
+	assert_empty(f->r);
+}
+
+/* Everything refused: -ENOSPC after asking each resident slot exactly once, and the
+ * list is intact afterwards. */
+static void test_all_refused_enospc(void **state)
+{
+	struct fixture *f = *state;
+	struct refuse rf = { 0xff, 0 };
+	uint32_t slot = 99;
+
+	for (uint32_t s = 0; s < NSLOTS; s++)
+		tc_repl_lru.insert(f->r, s);
+	assert_int_equal(tc_repl_lru.victim(f->r, refuse_some, &rf, &slot), -ENOSPC);
+	assert_int_equal(rf.calls, NSLOTS);
+	assert_int_equal(slot, 99);
+	for (uint32_t s = 0; s < NSLOTS; s++)
+		assert_int_equal(victim_ok(f->r), s);
+	assert_empty(f->r);
+}
+
+/* remove() dequeues from the middle, the head and the tail; removing or touching an
+ * unqueued slot is a no-op; a removed slot can be inserted again. */
+static void test_remove(void **state)
+{
+	struct fixture *f = *state;
+
+	for (uint32_t s = 0; s < 6; s++)
+		tc_repl_lru.insert(f->r, s);        /* 0 1 2 3 4 5 */
+	tc_repl_lru.remove(f->r, 2);                /* middle */
+	tc_repl_lru.remove(f->r, 0);                /* LRU end */
+	tc_repl_lru.remove(f->r, 5);                /* MRU end */
+	tc_repl_lru.remove(f->r, 5);                /* again: nothing */
+	tc_repl_lru.remove(f->r, 7);                /* never inserted */
+	tc_repl_lru.touch(f->r, 2);                 /* hit racing a removal: ignored */
+	assert_int_equal(victim_ok(f->r), 1);
+	tc_repl_lru.insert(f->r, 2);                /* 3 4 2 */
+	assert_int_equal(victim_ok(f->r), 3);
+	assert_int_equal(victim_ok(f->r), 4);
+	assert_int_equal(victim_ok(f->r), 2);
+	assert_empty(f->r);
+}
+
+/* Re-inserting a queued slot moves it to the head instead of linking it twice. */
+static void test_reinsert_queued(void **state)
+{
+	struct fixture *f = *state;
+
+	tc_repl_lru.insert(f->r, 0);
+	tc_repl_lru.insert(f->r, 1);
+	tc_repl_lru.insert(f->r, 0);
+	assert_int_equal(victim_ok(f->r), 1);
+	assert_int_equal(victim_ok(f->r), 0);
+	assert_empty(f->r);
+}
+
+/* A NULL can_evict accepts everything; lines[].flags is never written. */
+static void test_null_can_evict_and_flags(void **state)
+{
+	struct fixture *f = *state;
+	uint32_t slot;
+
+	for (uint32_t s = 0; s < NSLOTS; s++)
+		f->lines[s].flags = (uint8_t)(0xa5 ^ s);
+	for (uint32_t s = 0; s < NSLOTS; s++)
+		tc_repl_lru.insert(f->r, NSLOTS - 1 - s);
+	tc_repl_lru.touch(f->r, 7);
+	assert_int_equal(tc_repl_lru.victim(f->r, NULL, NULL, &slot), 0);
+	assert_int_equal(slot, 6);
+	tc_repl_lru.remove(f->r, 0);
+	for (uint32_t s = 0; s < NSLOTS; s++)
+		assert_int_equal(f->lines[s].flags, (uint8_t)(0xa5 ^ s));
+}
+
+static void test_mem_and_lookup(void **state)
+{
+	struct fixture *f = *state;
+	size_t per_slot = 0, ghosts = 1;
+
+	tc_repl_lru.mem(f->r, &per_slot, &ghosts);
+	assert_int_equal(per_slot, 8);
+	assert_int_equal(ghosts, 0);
+	assert_ptr_equal(tc_repl_ops_get(TC_REPL_LRU), &tc_repl_lru);
+	assert_string_equal(tc_repl_lru.name, "lru");
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_setup_teardown(test_fifo_without_hits, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_touch_reorders, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_mixed_sequence, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_can_evict_skips, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_all_refused_enospc, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_remove, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_reinsert_queued, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_null_can_evict_and_flags, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_mem_and_lookup, setup, teardown),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,762 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * test_policy_s3fifo.c - S3-FIFO (src/cache/policy_s3fifo.c): one-hit wonders leave
+ * from S first, scan resistance against LRU, ghost hits, frequency saturation,
+ * can_evict refusals, lock-free touch() racing insert/victim, and miss ratios of both
+ * policies on the real cloudPhysicsIO trace against libCacheSim's reference figures.
+ *
+ * The trace is found through $TC_TRACES_DIR, else ../shared/traces next to the
+ * repository; the replay test is skipped when it is absent.
+ */
+#include <errno.h>
+#include <limits.h>
+#include <pthread.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+#include <cmocka.h>
+#include "tiercache.h"
+#include "policy.h"
+
+/* Inspection hooks exported by policy_s3fifo.c for tests (not in policy.h). */
+int tc_repl_s3fifo_slot(struct tc_repl *r, uint32_t slot, unsigned *freq);
+int tc_repl_s3fifo_check(struct tc_repl *r, uint32_t *nsmall, uint32_t *nmain,
+			 uint32_t *nghost, uint64_t *rejected);
+
+#define QS 0
+#define QM 1
+
+/* ---- a miniature engine: key -> slot map, fill, evict ---------------------------- */
+
+/*
+ * sim - drives a policy exactly as the engine does: a lookup in a key map; a hit
+ * touches; a miss takes a free slot or a victim (whose key leaves the map), sets
+ * vol/line_no and inserts.  Keys are line numbers of volume 1, below @nkeys.
+ */
+struct sim {
+	const struct tc_repl_ops *ops;
+	struct tc_repl *r;
+	struct tc_line *lines;
+	uint32_t nslots, used;
+	uint32_t *map;          /* [nkeys] slot or TC_SLOT_NONE */
+	uint32_t nkeys;
+	uint64_t accesses, misses;
+};
+
+static bool accept_all(void *arg, uint32_t slot)
+{
+	return true;
+}
+
+static void sim_init(struct sim *s, const struct tc_repl_ops *ops, uint32_t nslots,
+		     uint32_t nkeys)
+{
+	memset(s, 0, sizeof(*s));
+	s->ops = ops;
+	s->nslots = nslots;
+	s->nkeys = nkeys;
+	s->lines = calloc(nslots, sizeof(*s->lines));
+	s->map = malloc(sizeof(uint32_t) * nkeys);
+	assert_non_null(s->lines);
+	assert_non_null(s->map);
+	memset(s->map, 0xff, sizeof(uint32_t) * nkeys);
+	assert_int_equal(ops->create(&s->r, s->lines, nslots), 0);
+}
+
+static void sim_fini(struct sim *s)
+{
+	s->ops->destroy(s->r);
+	free(s->lines);
+	free(s->map);
+}
+
+/* sim_access - one access to @key; returns true on a hit. */
+static bool sim_access(struct sim *s, uint32_t key)
+{
+	uint32_t slot = s->map[key];
+
+	s->accesses++;
+	if (slot != TC_SLOT_NONE) {
+		s->ops->touch(s->r, slot);
+		return true;
+	}
+	s->misses++;
+	if (s->used < s->nslots) {
+		slot = s->used++;
+	} else {
+		assert_int_equal(s->ops->victim(s->r, accept_all, NULL, &slot), 0);
+		assert_int_equal(s->lines[slot].vol, 1);
+		assert_int_equal(s->map[s->lines[slot].line_no], slot);
+		s->map[s->lines[slot].line_no] = TC_SLOT_NONE;
+	}
+	s->lines[slot].vol = 1;
+	s->lines[slot].line_no = key;
+	s->ops->insert(s->r, slot);
+	s->map[key] = slot;
+	return false;
+}
+
+/* ---- hand-made sequences --------------------------------------------------------- */
+
+struct fixture {
+	struct tc_line lines[20];
+	struct tc_repl *r;
+};
+
+static int setup20(void **state)
+{
+	struct fixture *f = test_calloc(1, sizeof(*f));
+
+	assert_non_null(f);
+	for (uint32_t i = 0; i < 20; i++) {
+		f->lines[i].vol = 1;
+		f->lines[i].line_no = 100 + i;
+	}
+	assert_int_equal(tc_repl_s3fifo.create(&f->r, f->lines, 20), 0);
+	*state = f;
+	return 0;
+}
+
+static int teardown20(void **state)
+{
+	struct fixture *f = *state;
+
+	assert_int_equal(tc_repl_s3fifo_check(f->r, NULL, NULL, NULL, NULL), 0);
+	tc_repl_s3fifo.destroy(f->r);
+	test_free(f);
+	return 0;
+}
+
+static uint32_t victim_ok(struct tc_repl *r)
+{
+	uint32_t slot = TC_SLOT_NONE;
+
+	assert_int_equal(tc_repl_s3fifo.victim(r, accept_all, NULL, &slot), 0);
+	return slot;
+}
+
+static void assert_sizes(struct tc_repl *r, uint32_t s, uint32_t m, uint32_t g)
+{
+	uint32_t ns, nm, ng;
+
+	assert_int_equal(tc_repl_s3fifo_check(r, &ns, &nm, &ng, NULL), 0);
+	assert_int_equal(ns, s);
+	assert_int_equal(nm, m);
+	assert_int_equal(ng, g);
+}
+
+/*
+ * 20 slots: S's share is 2.  Insert 0..19 (all to S), hit 0..4 once.  The first
+ * eviction moves 0..4 to M (frequency reset) and evicts 5, the oldest one-hit wonder;
+ * S keeps losing its tail (6..18) until it is below its share, then M's tail (0) goes.
+ */
+static void test_one_hit_wonders_leave_first(void **state)
+{
+	struct fixture *f = *state;
+	unsigned freq;
+
+	for (uint32_t s = 0; s < 20; s++) {
+		tc_repl_s3fifo.insert(f->r, s);
+		assert_int_equal(tc_repl_s3fifo_slot(f->r, s, &freq), QS);
+		assert_int_equal(freq, 0);
+	}
+	for (uint32_t s = 0; s < 5; s++)
+		tc_repl_s3fifo.touch(f->r, s);
+	assert_int_equal(victim_ok(f->r), 5);
+	for (uint32_t s = 0; s < 5; s++) {
+		assert_int_equal(tc_repl_s3fifo_slot(f->r, s, &freq), QM);
+		assert_int_equal(freq, 0);
+	}
+	assert_int_equal(tc_repl_s3fifo_slot(f->r, 5, NULL), -ENOENT);
+	assert_sizes(f->r, 14, 5, 1);
+	for (uint32_t s = 6; s <= 18; s++)
+		assert_int_equal(victim_ok(f->r), s);
+	assert_sizes(f->r, 1, 5, 14);
+	/* S (slot 19) is below its share of 2: M's oldest, 0, goes; M is not a ghost source. */
+	assert_int_equal(victim_ok(f->r), 0);
+	assert_sizes(f->r, 1, 4, 14);
+}
+
+/* A key evicted from S comes back straight into M; other keys go to S. */
+static void test_ghost_hit_goes_to_main(void **state)
+{
+	struct fixture *f = *state;
+	uint32_t v;
+
+	for (uint32_t s = 0; s < 20; s++)
+		tc_repl_s3fifo.insert(f->r, s);
+	v = victim_ok(f->r);
+	assert_int_equal(v, 0);                     /* no hits: plain FIFO */
+	assert_sizes(f->r, 19, 0, 1);
+	/* Refill slot 0 with another key: S. */
+	f->lines[0].line_no = 500;
+	tc_repl_s3fifo.insert(f->r, 0);
+	assert_int_equal(tc_repl_s3fifo_slot(f->r, 0, NULL), QS);
+	assert_sizes(f->r, 20, 0, 1);
+	/* Evict 1 (key 101), then bring key 100 back into slot 1: ghost hit -> M. */
+	assert_int_equal(victim_ok(f->r), 1);
+	assert_sizes(f->r, 19, 0, 2);
+	f->lines[1].line_no = 100;
+	tc_repl_s3fifo.insert(f->r, 1);
+	assert_int_equal(tc_repl_s3fifo_slot(f->r, 1, NULL), QM);
+	assert_sizes(f->r, 19, 1, 1);               /* the ghost is consumed */
+	/* Same line number on another volume is another key: not a ghost. */
+	assert_int_equal(victim_ok(f->r), 2);       /* key 102 becomes a ghost */
+	f->lines[2].vol = 2;
+	tc_repl_s3fifo.insert(f->r, 2);
+	assert_int_equal(tc_repl_s3fifo_slot(f->r, 2, NULL), QS);
+	assert_sizes(f->r, 19, 1, 2);
+}
+
+/* The counter saturates at 3 and never disturbs the engine's bits; in M each pass
+ * costs one. */
+static void test_frequency_saturates_and_decays(void **state)
+{
+	struct fixture *f = *state;
+	unsigned freq;
+
+	f->lines[3].flags = TC_LINE_DISK_DIRTY | 0x0a;  /* engine bits */
+	for (uint32_t s = 0; s < 20; s++)
+		tc_repl_s3fifo.insert(f->r, s);
+	for (unsigned i = 1; i <= 10; i++) {
+		tc_repl_s3fifo.touch(f->r, 3);
+		assert_int_equal(tc_repl_s3fifo_slot(f->r, 3, &freq), QS);
+		assert_int_equal(freq, i < 3 ? i : 3);
+		assert_int_equal(f->lines[3].flags & TC_LINE_ENGINE_MASK, TC_LINE_DISK_DIRTY | 0x0a);
+	}
+	/* Evict 0, 1, 2; 3 moves to M with frequency 0 on the way. */
+	for (uint32_t s = 0; s < 3; s++)
+		assert_int_equal(victim_ok(f->r), s);
+	assert_int_equal(victim_ok(f->r), 4);
+	assert_int_equal(tc_repl_s3fifo_slot(f->r, 3, &freq), QM);
+	assert_int_equal(freq, 0);
+	/* Drain S down to its share (slots 18, 19 stay), then M: slot 3 with freq 2 is
+	 * reinserted twice before it goes. */
+	tc_repl_s3fifo.touch(f->r, 3);
+	tc_repl_s3fifo.touch(f->r, 3);
+	for (uint32_t s = 5; s <= 17; s++)
+		assert_int_equal(victim_ok(f->r), s);
+	assert_sizes(f->r, 2, 1, 17);
+	/* S holds its share, so S's tail goes first; then M is alone with S below share. */
+	assert_int_equal(victim_ok(f->r), 18);
+	assert_int_equal(victim_ok(f->r), 3);       /* 2 -> 1 -> 0 -> evicted */
+	assert_int_equal(f->lines[3].flags & TC_LINE_ENGINE_MASK, TC_LINE_DISK_DIRTY | 0x0a);
+	assert_int_equal(f->lines[3].flags & TC_LINE_POLICY_MASK, 0);
+	assert_int_equal(victim_ok(f->r), 19);
+	assert_sizes(f->r, 0, 0, 18);
+	uint32_t slot;
+	assert_int_equal(tc_repl_s3fifo.victim(f->r, accept_all, NULL, &slot), -ENOSPC);
+}
+
+struct refuse {
+	uint32_t mask;
+	unsigned calls;
+};
+
+static bool refuse_some(void *arg, uint32_t slot)
+{
+	struct refuse *rf = arg;
+
+	rf->calls++;
+	return !(rf->mask & (1u << slot));
+}
+
+/* Refused tails go to the head of their queue and are counted; refusing everything
+ * ends in -ENOSPC within two can_evict calls per resident slot, queues intact. */
+static void test_can_evict_refusals(void **state)
+{
+	struct fixture *f = *state;
+	struct refuse rf = { (1u << 0) | (1u << 1), 0 };
+	uint64_t rejected;
+	uint32_t slot = 77;
+
+	for (uint32_t s = 0; s < 10; s++)
+		tc_repl_s3fifo.insert(f->r, s);
+	assert_int_equal(tc_repl_s3fifo.victim(f->r, refuse_some, &rf, &slot), 0);
+	assert_int_equal(slot, 2);
+	assert_int_equal(rf.calls, 3);
+	assert_int_equal(tc_repl_s3fifo_check(f->r, NULL, NULL, NULL, &rejected), 0);
+	assert_int_equal(rejected, 2);
+	/* 0 and 1 now sit at S's head: 3..9 leave first. */
+	for (uint32_t s = 3; s < 10; s++)
+		assert_int_equal(victim_ok(f->r), s);
+	assert_int_equal(victim_ok(f->r), 0);
+	assert_int_equal(victim_ok(f->r), 1);
+
+	/* Everything refused, with some lines in M. */
+	for (uint32_t s = 0; s < 20; s++) {
+		f->lines[s].line_no = 1000 + s;
+		tc_repl_s3fifo.insert(f->r, s);
+	}
+	for (uint32_t s = 0; s < 20; s += 3)
+		tc_repl_s3fifo.touch(f->r, s);
+	rf.mask = 0xfffff;
+	rf.calls = 0;
+	slot = 77;
+	assert_int_equal(tc_repl_s3fifo.victim(f->r, refuse_some, &rf, &slot), -ENOSPC);
+	assert_int_equal(slot, 77);
+	assert_true(rf.calls >= 20);
+	assert_true(rf.calls <= 2 * 20);
+	uint32_t ns, nm;
+	assert_int_equal(tc_repl_s3fifo_check(f->r, &ns, &nm, NULL, NULL), 0);
+	assert_int_equal(ns + nm, 20);
+	/* Only slot 12 allowed: found although it is not at any tail. */
+	rf.mask = 0xfffff & ~(1u << 12);
+	assert_int_equal(tc_repl_s3fifo.victim(f->r, refuse_some, &rf, &slot), 0);
+	assert_int_equal(slot, 12);
+}
+
+/* remove() dequeues without leaving a ghost, from either queue; it is idempotent. */
+static void test_remove(void **state)
+{
+	struct fixture *f = *state;
+
+	for (uint32_t s = 0; s < 20; s++)
+		tc_repl_s3fifo.insert(f->r, s);
+	tc_repl_s3fifo.touch(f->r, 0);
+	assert_int_equal(victim_ok(f->r), 1);        /* 0 moved to M */
+	tc_repl_s3fifo.remove(f->r, 0);              /* from M */
+	tc_repl_s3fifo.remove(f->r, 10);             /* from the middle of S */
+	tc_repl_s3fifo.remove(f->r, 19);             /* S's head */
+	tc_repl_s3fifo.remove(f->r, 19);
+	tc_repl_s3fifo.remove(f->r, 1);              /* already evicted */
+	assert_sizes(f->r, 16, 0, 1);
+	assert_int_equal(tc_repl_s3fifo_slot(f->r, 0, NULL), -ENOENT);
+	/* Key 100 (slot 0) was removed, not evicted: no ghost hit on its return. */
+	tc_repl_s3fifo.insert(f->r, 0);
+	assert_int_equal(tc_repl_s3fifo_slot(f->r, 0, NULL), QS);
+	for (uint32_t s = 2; s <= 18; s++)
+		if (s != 10)
+			assert_int_equal(victim_ok(f->r), s);
+	assert_int_equal(victim_ok(f->r), 0);
+	assert_sizes(f->r, 0, 0, 18);
+}
+
+static void test_mem_and_lookup(void **state)
+{
+	struct fixture *f = *state;
+	size_t per_slot = 0, ghosts = 0;
+
+	tc_repl_s3fifo.mem(f->r, &per_slot, &ghosts);
+	assert_int_equal(per_slot, 8);
+	/* Ghosts: 18 keys (M's capacity) in a ring of 18 + 18/4 + 1 = 23 entries of
+	 * 8 bytes (room for holes), and a 64-entry table of 4-byte ring positions. */
+	assert_int_equal(ghosts, 23 * 8 + 64 * 4);
+	assert_ptr_equal(tc_repl_ops_get(TC_REPL_S3FIFO), &tc_repl_s3fifo);
+	assert_string_equal(tc_repl_s3fifo.name, "s3fifo");
+}
+
+/* The ghost ring forgets its oldest key once full. */
+static void test_ghost_capacity(void **state)
+{
+	struct fixture *f = *state;
+	uint32_t next_key = 100;
+
+	for (uint32_t s = 0; s < 20; s++)
+		tc_repl_s3fifo.insert(f->r, s);
+	next_key = 120;
+	/* 30 evictions from S; each refill uses a new key. */
+	for (unsigned i = 0; i < 30; i++) {
+		uint32_t v = victim_ok(f->r);
+
+		f->lines[v].line_no = next_key++;
+		tc_repl_s3fifo.insert(f->r, v);
+	}
+	assert_sizes(f->r, 20, 0, 18);
+	/* Keys 100..111 have been forgotten, 112..129 are ghosts; the next eviction
+	 * (key 130) pushes out 112, the one after (131) 113. */
+	uint32_t v = victim_ok(f->r);
+	f->lines[v].line_no = 111;
+	tc_repl_s3fifo.insert(f->r, v);
+	assert_int_equal(tc_repl_s3fifo_slot(f->r, v, NULL), QS);
+	v = victim_ok(f->r);
+	f->lines[v].line_no = 113;
+	tc_repl_s3fifo.insert(f->r, v);
+	assert_int_equal(tc_repl_s3fifo_slot(f->r, v, NULL), QS);
+	v = victim_ok(f->r);
+	f->lines[v].line_no = 125;
+	tc_repl_s3fifo.insert(f->r, v);
+	assert_int_equal(tc_repl_s3fifo_slot(f->r, v, NULL), QM);
+}
+
+/* ---- scan resistance ------------------------------------------------------------ */
+
+#define SCAN_SLOTS 1000u
+#define SCAN_HOT 50u
+
+static uint32_t scan_survivors(const struct tc_repl_ops *ops)
+{
+	struct sim s;
+	uint32_t resident = 0;
+
+	sim_init(&s, ops, SCAN_SLOTS, SCAN_HOT + 2 * SCAN_SLOTS);
+	for (unsigned round = 0; round < 5; round++)
+		for (uint32_t k = 0; k < SCAN_HOT; k++)
+			assert_int_equal(sim_access(&s, k), round > 0);
+	for (uint32_t k = SCAN_HOT; k < SCAN_HOT + 2 * SCAN_SLOTS; k++)
+		assert_false(sim_access(&s, k));
+	for (uint32_t k = 0; k < SCAN_HOT; k++)
+		resident += s.map[k] != TC_SLOT_NONE;
+	sim_fini(&s);
+	return resident;
+}
+
+/* 50 hot lines hit 4 times each, then a scan of 2000 new lines through a 1000-slot
+ * cache: S-FIFO keeps the hot lines (S filters the scan), LRU loses every one. */
+static void test_scan_resistance(void **state)
+{
+	uint32_t s3 = scan_survivors(&tc_repl_s3fifo);
+	uint32_t lru = scan_survivors(&tc_repl_lru);
+
+	print_message("hot lines resident after the scan: s3fifo %u/%u, lru %u/%u\n", s3,
+		      SCAN_HOT, lru, SCAN_HOT);
+	assert_true(s3 >= SCAN_HOT * 9 / 10);
+	assert_int_equal(lru, 0);
+}
+
+/* ---- touch() racing insert/victim ----------------------------------------------- */
+
+#define RACE_SLOTS 4096u
+#define RACE_TOUCHERS 4
+#define RACE_NS 1500000000ull
+
+struct race {
+	struct sim sim;
+	uint8_t engine_bits[RACE_SLOTS];   /* expected TC_LINE_ENGINE_MASK bits */
+	int stop;                          /* atomic */
+	uint64_t touches[RACE_TOUCHERS];
+};
+
+struct toucher {
+	struct race *race;
+	unsigned id;
+};
+
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static uint64_t xorshift(uint64_t *x)
+{
+	*x ^= *x << 13;
+	*x ^= *x >> 7;
+	*x ^= *x << 17;
+	return *x;
+}
+
+static void *toucher_main(void *arg)
+{
+	struct toucher *t = arg;
+	uint64_t rnd = 0x9e3779b97f4a7c15ull * (t->id + 1), n = 0;
+
+	while (!__atomic_load_n(&t->race->stop, __ATOMIC_RELAXED)) {
+		for (int i = 0; i < 256; i++)
+			tc_repl_s3fifo.touch(t->race->sim.r, (uint32_t)(xorshift(&rnd) % RACE_SLOTS));
+		n += 256;
+	}
+	t->race->touches[t->id] = n;
+	return NULL;
+}
+
+static bool refuse_tenth(void *arg, uint32_t slot)
+{
+	return slot % 10 != 7;
+}
+
+/* One "engine" thread fills, evicts (refusing some slots), removes and flips its own
+ * flag bits while 4 threads hit random slots; afterwards the queues are intact and no
+ * engine bit was lost to a touch(). */
+static void test_touch_concurrency(void **state)
+{
+	struct race *rc = calloc(1, sizeof(*rc));
+	struct toucher t[RACE_TOUCHERS];
+	pthread_t th[RACE_TOUCHERS];
+	struct sim *s;
+	uint64_t rnd = 12345, deadline, ops = 0, total_touches = 0;
+	uint32_t resident = 0, ns, nm, ng;
+	uint32_t *free_slots, nfree = 0;   /* slots invalidated, for reuse */
+
+	assert_non_null(rc);
+	s = &rc->sim;
+	sim_init(s, &tc_repl_s3fifo, RACE_SLOTS, 1u << 20);
+	free_slots = malloc(sizeof(uint32_t) * RACE_SLOTS);
+	assert_non_null(free_slots);
+	for (unsigned i = 0; i < RACE_TOUCHERS; i++) {
+		t[i].race = rc;
+		t[i].id = i;
+		assert_int_equal(pthread_create(&th[i], NULL, toucher_main, &t[i]), 0);
+	}
+	deadline = now_ns() + RACE_NS;
+	while (now_ns() < deadline) {
+		for (int i = 0; i < 512; i++, ops++) {
+			uint64_t x = xorshift(&rnd);
+			uint32_t key = (uint32_t)(x >> 12) & ((1u << 20) - 1), slot;
+
+			if ((x & 0xff) == 0 && resident) {
+				/* Invalidate a random slot. */
+				slot = (uint32_t)((x >> 40) % s->used);
+				if (s->lines[slot].vol) {
+					s->map[s->lines[slot].line_no] = TC_SLOT_NONE;
+					tc_repl_s3fifo.remove(s->r, slot);
+					s->lines[slot].vol = 0;
+					free_slots[nfree++] = slot;
+					resident--;
+				}
+				continue;
+			}
+			if ((x & 0xff) == 1 && s->used) {
+				/* Flip the engine's dirty bit of a slot, as the engine does. */
+				slot = (uint32_t)((x >> 40) % s->used);
+				if (rc->engine_bits[slot] & TC_LINE_DISK_DIRTY)
+					tc_line_flags_clear(&s->lines[slot], TC_LINE_DISK_DIRTY);
+				else
+					tc_line_flags_set(&s->lines[slot], TC_LINE_DISK_DIRTY);
+				rc->engine_bits[slot] ^= TC_LINE_DISK_DIRTY;
+				continue;
+			}
+			slot = s->map[key];
+			if (slot != TC_SLOT_NONE) {
+				tc_repl_s3fifo.touch(s->r, slot);
+				continue;
+			}
+			if (nfree) {
+				slot = free_slots[--nfree];
+			} else if (s->used < RACE_SLOTS) {
+				slot = s->used++;
+			} else {
+				int v = tc_repl_s3fifo.victim(s->r, refuse_tenth, NULL, &slot);
+
+				if (v == -ENOSPC)
+					continue;
+				assert_int_equal(v, 0);
+				assert_int_not_equal(slot % 10, 7);
+				assert_int_equal(s->lines[slot].vol, 1);
+				s->map[s->lines[slot].line_no] = TC_SLOT_NONE;
+				resident--;
+			}
+			s->lines[slot].vol = 1;
+			s->lines[slot].line_no = key;
+			s->map[key] = slot;
+			tc_repl_s3fifo.insert(s->r, slot);
+			resident++;
+		}
+	}
+	__atomic_store_n(&rc->stop, 1, __ATOMIC_RELAXED);
+	for (unsigned i = 0; i < RACE_TOUCHERS; i++) {
+		assert_int_equal(pthread_join(th[i], NULL), 0);
+		total_touches += rc->touches[i];
+	}
+	print_message("race: %llu engine ops, %llu concurrent touches\n",
+		      (unsigned long long)ops, (unsigned long long)total_touches);
+	assert_true(total_touches > 0);
+	assert_int_equal(tc_repl_s3fifo_check(s->r, &ns, &nm, &ng, NULL), 0);
+	assert_int_equal(ns + nm, resident);
+	assert_true(ng <= RACE_SLOTS);
+	for (uint32_t i = 0; i < s->used; i++) {
+		int q = tc_repl_s3fifo_slot(s->r, i, NULL);
+
+		assert_int_equal(q == -ENOENT, s->lines[i].vol == 0);
+		assert_int_equal(s->lines[i].flags & TC_LINE_ENGINE_MASK, rc->engine_bits[i]);
+	}
+	free(free_slots);
+	sim_fini(s);
+	free(rc);
+}
+
+/* ---- miss ratios on a real trace ------------------------------------------------ */
+
+#define TRACE_FILE "libcachesim/cloudPhysicsIO.vscsi"
+#define TRACE_PAGES 269210u          /* distinct 4 KiB pages (SOURCES.md) */
+#define TRACE_SLOTS 26921u           /* 10 % of them */
+#define LRU_REF 0.8741               /* libCacheSim, SOURCES.md, 10 % */
+#define S3FIFO_REF 0.8110
+/* This implementation's own figure (move-to-main threshold 1; libCacheSim's default
+ * threshold 2 gives exactly S3FIFO_REF): pinned so behaviour changes are noticed. */
+#define S3FIFO_SELF 0.8204
+
+static uint64_t le(const uint8_t *p, unsigned n)
+{
+	uint64_t v = 0;
+
+	for (unsigned i = n; i-- > 0;)
+		v = (v << 8) | p[i];
+	return v;
+}
+
+/* try_path - @out = @dir @rel TRACE_FILE, if that fits and is readable. */
+static bool try_path(char *out, size_t size, const char *dir, const char *rel)
+{
+	int n = snprintf(out, size, "%s%s%s", dir, rel, TRACE_FILE);
+
+	return n > 0 && (size_t)n < size && access(out, R_OK) == 0;
+}
+
+/*
+ * trace_path - $TC_TRACES_DIR, else <repository>/../shared/traces where the repository
+ * is found from this file's compiled path (relative to the build directory under
+ * Meson), else a "shared/traces" in the current directory or one of its ancestors.
+ * Returns false if none exists.
+ */
+static bool trace_path(char *out, size_t size)
+{
+	const char *env = getenv("TC_TRACES_DIR");
+	const char *file = __FILE__, *tail = "tests/unit/test_policy_s3fifo.c";
+	size_t flen = strlen(file), tlen = strlen(tail);
+	char dir[PATH_MAX];
+
+	if (env && *env && try_path(out, size, env, "/"))
+		return true;
+	if (flen >= tlen && strcmp(file + flen - tlen, tail) == 0 && flen - tlen < sizeof(dir)) {
+		memcpy(dir, file, flen - tlen);
+		dir[flen - tlen] = '\0';
+		if (try_path(out, size, dir, "../shared/traces/"))
+			return true;
+	}
+	if (!getcwd(dir, sizeof(dir)))
+		return false;
+	for (;;) {
+		char *slash = strrchr(dir, '/');
+
+		if (try_path(out, size, dir, "/shared/traces/"))
+			return true;
+		if (!slash || slash == dir)
+			return false;
+		*slash = '\0';
+	}
+}
+
+struct page_trace {
+	uint32_t *pages;   /* 4 KiB page numbers in access order */
+	size_t n;
+	uint32_t max_page;
+};
+
+/* load_trace - read VSCSI v1 or v2 records and split each request into the 4 KiB
+ * pages it touches. */
+static void load_trace(const char *path, struct page_trace *t)
+{
+	FILE *fp = fopen(path, "rb");
+	uint8_t rec[40];
+	size_t reclen, cap = 1u << 21;
+	unsigned version;
+
+	assert_non_null(fp);
+	memset(t, 0, sizeof(*t));
+	t->pages = malloc(sizeof(uint32_t) * cap);
+	assert_non_null(t->pages);
+	assert_int_equal(fread(rec, 1, 32, fp), 32);
+	if ((le(rec + 14, 2) >> 8) == 1) {
+		version = 1;
+		reclen = 32;
+	} else {
+		assert_int_equal(le(rec + 2, 2) >> 8, 2);
+		version = 2;
+		reclen = 40;
+	}
+	rewind(fp);
+	while (fread(rec, 1, reclen, fp) == reclen) {
+		uint64_t len, lbn, first, last;
+
+		if (version == 1) {
+			len = le(rec + 4, 4);
+			lbn = le(rec + 16, 8);
+		} else {
+			len = le(rec + 8, 4);
+			lbn = le(rec + 16, 8);
+		}
+		if (len == 0)
+			continue;
+		first = lbn * 512 / 4096;
+		last = (lbn * 512 + len - 1) / 4096;
+		assert_true(last < UINT32_MAX);
+		for (uint64_t p = first; p <= last; p++) {
+			if (t->n == cap) {
+				cap *= 2;
+				t->pages = realloc(t->pages, sizeof(uint32_t) * cap);
+				assert_non_null(t->pages);
+			}
+			t->pages[t->n++] = (uint32_t)p;
+			if (p > t->max_page)
+				t->max_page = (uint32_t)p;
+		}
+	}
+	fclose(fp);
+}
+
+static double replay(const struct tc_repl_ops *ops, const struct page_trace *t)
+{
+	struct sim s;
+	double mr;
+
+	sim_init(&s, ops, TRACE_SLOTS, t->max_page + 1);
+	for (size_t i = 0; i < t->n; i++)
+		sim_access(&s, t->pages[i]);
+	if (ops == &tc_repl_s3fifo)
+		assert_int_equal(tc_repl_s3fifo_check(s.r, NULL, NULL, NULL, NULL), 0);
+	mr = (double)s.misses / (double)s.accesses;
+	sim_fini(&s);
+	return mr;
+}
+
+/* cloudPhysicsIO split into 4 KiB pages, cache of 10 % of its distinct pages: both
+ * policies must reproduce libCacheSim's miss ratios (SOURCES.md). */
+static void test_trace_miss_ratio(void **state)
+{
+	char path[PATH_MAX];
+	struct page_trace t;
+	uint8_t *seen;
+	uint32_t distinct = 0;
+	double lru, s3;
+
+	if (!trace_path(path, sizeof(path))) {
+		print_message("trace %s not found (set TC_TRACES_DIR): skipped\n", TRACE_FILE);
+		skip();
+	}
+	load_trace(path, &t);
+	seen = calloc((size_t)t.max_page + 1, 1);
+	assert_non_null(seen);
+	for (size_t i = 0; i < t.n; i++) {
+		distinct += !seen[t.pages[i]];
+		seen[t.pages[i]] = 1;
+	}
+	free(seen);
+	assert_int_equal(distinct, TRACE_PAGES);
+
+	lru = replay(&tc_repl_lru, &t);
+	s3 = replay(&tc_repl_s3fifo, &t);
+	print_message("%s: %zu page accesses, %u slots: miss ratio lru %.4f (ref %.4f), "
+		      "s3fifo %.4f (ref %.4f)\n", path, t.n, TRACE_SLOTS, lru, LRU_REF, s3,
+		      S3FIFO_REF);
+	assert_true(lru > LRU_REF - 0.003 && lru < LRU_REF + 0.003);
+	assert_true(s3 > S3FIFO_REF - 0.02 && s3 < S3FIFO_REF + 0.02);
+	assert_true(s3 > S3FIFO_SELF - 0.0005 && s3 < S3FIFO_SELF + 0.0005);
+	free(t.pages);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_setup_teardown(test_one_hit_wonders_leave_first, setup20, teardown20),
+		cmocka_unit_test_setup_teardown(test_ghost_hit_goes_to_main, setup20, teardown20),
+		cmocka_unit_test_setup_teardown(test_frequency_saturates_and_decays, setup20, teardown20),
+		cmocka_unit_test_setup_teardown(test_can_evict_refusals, setup20, teardown20),
+		cmocka_unit_test_setup_teardown(test_remove, setup20, teardown20),
+		cmocka_unit_test_setup_teardown(test_mem_and_lookup, setup20, teardown20),
+		cmocka_unit_test_setup_teardown(test_ghost_capacity, setup20, teardown20),
+		cmocka_unit_test(test_scan_resistance),
+		cmocka_unit_test(test_touch_concurrency),
+		cmocka_unit_test(test_trace_miss_ratio),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
