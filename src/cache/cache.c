@@ -241,7 +241,7 @@ static bool background_idle(struct tc_cache *c, void *arg)
 	pthread_mutex_lock(&c->meta.lock);
 	bool idle = !c->meta.running && !c->cleaner.busy;
 	pthread_mutex_unlock(&c->meta.lock);
-	return idle;
+	return idle && !atomic_load(&c->kick_queued);
 }
 
 /* ---- settings ----------------------------------------------------------------------- */
@@ -580,6 +580,7 @@ static void cache_free(struct tc_cache *c)
 	free(c->lines);
 	pthread_mutex_destroy(&c->alloc_lock);
 	pthread_mutex_destroy(&c->mgmt_lock);
+	pthread_mutex_destroy(&c->sb_lock);
 	free(c);
 }
 
@@ -626,6 +627,7 @@ int tc_cache_open(tc_ctx *ctx, tc_dev *dev, tc_cache **out)
 		return -ENOMEM;
 	c->ctx = ctx;
 	c->dev = dev;
+	pthread_mutex_init(&c->sb_lock, NULL);
 	pthread_mutex_init(&c->mgmt_lock, NULL);
 	pthread_mutex_init(&c->alloc_lock, NULL);
 	uint64_t t0 = tc_ctx_deterministic(ctx) ? 0 : tc_ctx_now(ctx);
@@ -749,12 +751,15 @@ int tc_cache_attach(tc_cache *c, tc_dev *dev, const struct tc_volume_settings *s
 			return -EINVAL;
 		}
 	}
-	pthread_mutex_lock(&c->mgmt_lock);
+	pthread_mutex_lock(&c->sb_lock);
 	struct tc_vol_rec *rec = NULL;
 	for (unsigned i = 0; i < TC_MAX_VOLUMES; i++)
 		if (c->sb.vols[i].id && !memcmp(c->sb.vols[i].backing_uuid, b.uuid, 16))
 			rec = &c->sb.vols[i];
-	if (rec && c->vols[rec->id]) {
+	pthread_mutex_lock(&c->mgmt_lock);
+	bool online = rec && c->vols[rec->id];
+	pthread_mutex_unlock(&c->mgmt_lock);
+	if (online) {
 		tc_err(c->ctx, "volume \"%s\": already attached (backing %s)", b.name, dev->name);
 		r = -EEXIST;
 		goto out;
@@ -857,8 +862,10 @@ int tc_cache_attach(tc_cache *c, tc_dev *dev, const struct tc_volume_settings *s
 	}
 	vol_count_lines(c, v);
 	atomic_store(&v->last_io_ns, tc_ctx_now(c->ctx));
+	pthread_mutex_lock(&c->mgmt_lock);
 	c->vols[v->id] = v;
 	pthread_mutex_unlock(&c->mgmt_lock);
+	pthread_mutex_unlock(&c->sb_lock);
 	if (settings && memcmp(settings, &v->set, sizeof(*settings))) {
 		r = tc_volume_set(v, settings, NULL, NULL);
 		if (r) {
@@ -873,7 +880,7 @@ int tc_cache_attach(tc_cache *c, tc_dev *dev, const struct tc_volume_settings *s
 	*out = v;
 	return 0;
 out:
-	pthread_mutex_unlock(&c->mgmt_lock);
+	pthread_mutex_unlock(&c->sb_lock);
 	return r;
 }
 
@@ -898,14 +905,15 @@ void tc_volume_get(tc_volume *v, struct tc_volume_settings *s)
 static int store_settings(struct tc_volume *v)
 {
 	struct tc_cache *c = v->cache;
-	pthread_mutex_lock(&c->mgmt_lock);
+	pthread_mutex_lock(&c->sb_lock);
 	c->sb.vols[v->id - 1].settings = v->set;
 	int r = tc_cache_sb_write(c);
-	pthread_mutex_unlock(&c->mgmt_lock);
-	if (r)
-		return r;
-	v->bsb.settings = v->set;
-	return tc_backing_sb_write(v);
+	if (!r) {
+		v->bsb.settings = v->set;
+		r = tc_backing_sb_write(v);
+	}
+	pthread_mutex_unlock(&c->sb_lock);
+	return r;
 }
 
 int tc_volume_set(tc_volume *v, const struct tc_volume_settings *s, tc_progress_fn fn,
@@ -961,6 +969,13 @@ int tc_volume_detach(tc_volume *v, unsigned flags, tc_progress_fn fn, void *opaq
 		}
 	}
 	wait_for(c, no_requests, v);
+	r = tc_dev_flush(v->backing);
+	if (r) {
+		tc_err(c->ctx, "volume \"%s\": flush of backing %s failed: %s", v->name,
+		       v->backing->name, strerror(-r));
+		atomic_fetch_sub(&v->draining, 1);
+		return r;
+	}
 	/* Take the volume away from the cleaner, then let its last batch finish. */
 	pthread_mutex_lock(&c->mgmt_lock);
 	c->vols[v->id] = NULL;
@@ -978,14 +993,15 @@ int tc_volume_detach(tc_volume *v, unsigned flags, tc_progress_fn fn, void *opaq
 		return r;
 	}
 	free_volume_slots(c, v->id);
-	pthread_mutex_lock(&c->mgmt_lock);
+	pthread_mutex_lock(&c->sb_lock);
 	struct tc_vol_rec old = c->sb.vols[v->id - 1];
 	memset(&c->sb.vols[v->id - 1], 0, sizeof(old));
 	r = tc_cache_sb_write(c);
-	pthread_mutex_unlock(&c->mgmt_lock);
+	if (r)
+		c->sb.vols[v->id - 1] = old;
+	pthread_mutex_unlock(&c->sb_lock);
 	if (r) {
 		pthread_mutex_lock(&c->mgmt_lock);
-		c->sb.vols[v->id - 1] = old;
 		c->vols[v->id] = v;
 		pthread_mutex_unlock(&c->mgmt_lock);
 		atomic_fetch_sub(&v->draining, 1);
@@ -1014,7 +1030,14 @@ int tc_cache_close(tc_cache *c)
 	c->closing = true;
 	tc_ctx_timer_cancel(c->ctx, &c->tick);
 	wait_for(c, background_idle, NULL);
-	int r = tc_meta_commit_sync(c);
+	/* Clean lines are trusted at the next open only if the backings hold what the
+	 * cache calls clean: write-through and write-around writes must be durable. */
+	int r = 0;
+	for (unsigned i = 1; i <= TC_MAX_VOLUMES && !r; i++)
+		if (c->vols[i])
+			r = tc_dev_flush(c->vols[i]->backing);
+	if (!r)
+		r = tc_meta_commit_sync(c);
 	if (!r) {
 		c->sb.clean_shutdown = 1;
 		r = tc_cache_sb_write(c);

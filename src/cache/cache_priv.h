@@ -141,7 +141,10 @@ struct tc_cache {
 	tc_dev *dev;
 	struct tc_cache_sb sb;
 	int sb_latest;
-	pthread_mutex_t mgmt_lock;       /* superblock writes, volume table, attach/detach */
+	pthread_mutex_t sb_lock;         /* management operations: superblock writes and the
+					  * volume records; held across I/O, never taken by the
+					  * I/O path, the cleaner or timers */
+	pthread_mutex_t mgmt_lock;       /* vols[] (online volumes); short sections only */
 	uint32_t line_size, units, unit_mask_all;
 	unsigned line_shift;
 	uint32_t nslots;

@@ -579,10 +579,18 @@ static void sub_locked(struct tc_sub *s)
 		plan_write(s);
 		break;
 	case SUB_DISCARD:
-		if (s->slot != TC_SLOT_NONE && (c->lines[s->slot].valid & s->full)) {
+		if (s->slot != TC_SLOT_NONE) {
+			/* Fully covered units go.  A partially covered clean unit goes too: the
+			 * backing zeroes the discarded sectors, and a clean copy must never
+			 * differ from the backing (it would be trusted after a clean restart,
+			 * then dropped after a crash: old data first, zeros later).  A
+			 * partially covered dirty unit stays; its writeback restores the
+			 * backing's copy of the other sectors. */
 			struct tc_line *l = &c->lines[s->slot];
-			tc_line_set_bits(c, s->slot, l->valid & (uint16_t)~s->full,
-					 l->dirty & (uint16_t)~s->full);
+			uint16_t inval = s->full | (uint16_t)(s->touched & ~l->dirty);
+			if (l->valid & inval)
+				tc_line_set_bits(c, s->slot, l->valid & (uint16_t)~inval,
+						 l->dirty & (uint16_t)~s->full);
 		}
 		s->inf->gen++;
 		s->step = 40;
@@ -1043,7 +1051,9 @@ void tc_volume_submit(struct tc_volume *v, struct tc_io *io)
 		refuse(v, io, -ENOMEM);
 		return;
 	}
-	atomic_store(&r->left, (int)r->nsubs);
+	/* One extra reference held by this function: sub-requests can finish inside
+	 * sub_start() (rounds with no I/O), and the last one frees the request. */
+	atomic_store(&r->left, (int)r->nsubs + 1);
 	uint8_t kind = io->op == TC_OP_READ ? SUB_READ :
 		       io->op == TC_OP_DISCARD ? SUB_DISCARD : SUB_WRITE;
 	for (uint32_t i = 0; i < r->nsubs; i++) {
@@ -1076,4 +1086,5 @@ void tc_volume_submit(struct tc_volume *v, struct tc_io *io)
 	}
 	for (uint32_t i = 0; i < r->nsubs; i++)
 		sub_start(&r->subs[i]);
+	req_part_done(r, 0);
 }
