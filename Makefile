@@ -1,0 +1,122 @@
+# Makefile - a thin wrapper over meson/ninja for the common jobs.
+#
+#   make / make build       install missing packages, configure build/, compile
+#   make check              all tests (unit, stress, integration) in build/, then unit
+#                           and stress again under ASan+UBSan in build-asan/
+#   make stress SEED=N COUNT=K   run the stress test with a chosen seed and count
+#   make demo               build, then scripts/demo.sh
+#   make bench              build, then the hit-path benchmark
+#   make clean              remove the build directories
+#
+# Meson itself does the real work; you can always use `meson setup build && ninja -C
+# build && meson test -C build` directly.
+
+BUILD ?= build
+BUILD_ASAN ?= $(BUILD)-asan
+MESON ?= meson
+NINJA ?= ninja
+SEED ?= 1
+COUNT ?= 100
+
+# Options for the sanitizer build, and a runtime setup in which any report fails.
+ASAN_SETUP = -Db_sanitize=address,undefined -Db_lundef=false
+SAN_ENV = ASAN_OPTIONS=halt_on_error=1:abort_on_error=1:print_stacktrace=1:detect_leaks=1 \
+	UBSAN_OPTIONS=halt_on_error=1:abort_on_error=1:print_stacktrace=1 \
+	TC_STRESS_COUNT=100
+
+MESON_TEST = $(MESON) test --print-errorlogs --num-processes 2
+
+# Files whose presence the meson.build files test at configure time (globs and
+# fs.exists).  Meson cannot notice a file appearing, so when this list changes the
+# build directory is reconfigured.  The list is kept in DIR/.tc-probe.
+PROBE = LC_ALL=C ls -1d tests/unit/test_*.c tests/stress/meson.build \
+	tests/integration/meson.build bench/bench_hit.c 2>/dev/null || true
+
+# $(call configure,DIR,SETUP-OPTIONS): set up DIR, or reconfigure it when PROBE changed.
+# A directory left without build.ninja by an interrupted setup is set up again (with
+# --wipe when meson had already stored its settings there).
+configure = set -e; \
+	probe=$$($(PROBE)); \
+	if [ ! -f $(1)/build.ninja ]; then \
+		if [ -f $(1)/meson-private/coredata.dat ]; then wipe=--wipe; else wipe=; fi; \
+		$(MESON) setup $$wipe $(2) $(1) .; \
+		printf '%s\n' "$$probe" >$(1)/.tc-probe; \
+	elif [ "$$probe" != "$$(cat $(1)/.tc-probe 2>/dev/null)" ]; then \
+		echo "make: test or bench files added or removed: reconfiguring $(1)"; \
+		$(MESON) setup --reconfigure $(1) .; \
+		printf '%s\n' "$$probe" >$(1)/.tc-probe; \
+	fi
+
+# Summary of the last `meson test` runs as one plain line ("check: N passed, N failed,
+# N skipped"), read from meson's JSON logs.  Expected failures count as passed.
+SUMMARY = cat $(BUILD)/meson-logs/testlog.json $(BUILD_ASAN)/meson-logs/testlog.json \
+		2>/dev/null | grep -o '"result": *"[A-Z]*"' | \
+	awk -F'"' '{ if ($$4 == "OK" || $$4 == "EXPECTEDFAIL") p++; \
+		else if ($$4 == "SKIP") s++; else f++ } \
+		END { printf "check: %d passed, %d failed, %d skipped\n", p, f, s }'
+
+.PHONY: all build deps configure check check-normal check-asan build-asan \
+	stress demo bench clean
+
+all: build
+
+# Packages: scripts/install-deps.sh is quick when all are there, but it runs again
+# only when it is newer than its stamp (make clean removes the stamp).
+deps: $(BUILD)/.tc-deps-stamp
+
+$(BUILD)/.tc-deps-stamp: scripts/install-deps.sh
+	sh scripts/install-deps.sh
+	mkdir -p $(BUILD)
+	touch $@
+
+configure: deps
+	@$(call configure,$(BUILD),)
+
+build: configure
+	$(NINJA) -C $(BUILD)
+
+build-asan: deps
+	@$(call configure,$(BUILD_ASAN),$(ASAN_SETUP))
+	$(NINJA) -C $(BUILD_ASAN)
+
+# Both passes run even when the first fails, so one CI run shows every failure; the
+# target fails if either pass (or the ASan build) failed.
+check: build
+	@rc=0; \
+	rm -f $(BUILD)/meson-logs/testlog.json $(BUILD_ASAN)/meson-logs/testlog.json; \
+	echo "== tests: $(BUILD) (all suites)"; \
+	$(MAKE) --no-print-directory check-normal || rc=1; \
+	echo "== tests: $(BUILD_ASAN) (ASan+UBSan; unit and stress, TC_STRESS_COUNT=100)"; \
+	$(MAKE) --no-print-directory check-asan || rc=1; \
+	$(SUMMARY); \
+	if [ $$rc -ne 0 ]; then echo "make check: FAILED" >&2; fi; \
+	exit $$rc
+
+check-normal: build
+	$(MESON_TEST) -C $(BUILD)
+
+check-asan: build-asan
+	env $(SAN_ENV) $(MESON_TEST) -C $(BUILD_ASAN) --no-suite integration \
+		--timeout-multiplier 3
+
+stress: build
+	@if [ ! -x $(BUILD)/tests/stress/tc-stress ]; then \
+		echo "make stress: $(BUILD)/tests/stress/tc-stress was not built (no tests/stress/meson.build yet?)" >&2; \
+		exit 1; \
+	fi
+	$(BUILD)/tests/stress/tc-stress --seed $(SEED) --count $(COUNT)
+
+# DEMO: the main job on a built-in default.  scripts/demo.sh is a first version (runs
+# the hit-path benchmark in --quick mode); it will grow into the full demo.
+demo: build
+	BUILD=$(BUILD) sh scripts/demo.sh
+
+bench: build
+	@if [ ! -x $(BUILD)/bench/tc-bench-hit ]; then \
+		echo "make bench: $(BUILD)/bench/tc-bench-hit was not built (no bench/bench_hit.c yet?)" >&2; \
+		exit 1; \
+	fi
+	$(BUILD)/bench/tc-bench-hit
+
+clean:
+	rm -rf $(BUILD) $(BUILD_ASAN)
