@@ -3,7 +3,7 @@
  * ioerr.c - tc-ioerr: I/O-error loops over the cache engine, after SQLite's
  * test/ioerr.test.
  *
- *   tc-ioerr [--verbose]
+ *   tc-ioerr [--verbose] [--trace] [--case K] [--n N]
  *
  * For each device role (cache, backing), each kind of device request (read, write,
  * flush), transient and persistent faults, and write-back and write-through volumes:
@@ -63,6 +63,9 @@ struct ioerr_case {
 /* The options, and what runs now for the hang watchdog: the only global. */
 struct ioerr_config {
 	bool verbose;
+	bool trace;                     /* every request and its result on stderr */
+	int only_case;                  /* --case K: run case K only (-1: all) */
+	unsigned only_n;                /* --n N: run that N only (0: N = 1, 2, ...) */
 	char tmpdir[PATH_MAX - 32];
 	_Atomic unsigned current_case;
 	_Atomic unsigned current_n;
@@ -122,6 +125,21 @@ static void fail(struct iorun *r, const char *fmt, ...)
 	va_end(ap);
 	used = strlen(r->failure);
 	snprintf(r->failure + used, sizeof(r->failure) - used, " [%s]", r->phase);
+}
+
+static void trace(const struct iorun *r, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+static void trace(const struct iorun *r, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (!config.trace)
+		return;
+	fprintf(stderr, "N=%u [%s] ", r->n, r->phase);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputc('\n', stderr);
 }
 
 static void case_name(const struct ioerr_case *c, char *out, size_t len)
@@ -255,6 +273,9 @@ static void do_write(struct iorun *r, enum tc_op op, unsigned flags, uint64_t of
 	}
 	tc_model_submit(r->model, 0, first, n, kind, id);
 	ret = tc_volume_io(r->vol, op, flags, op == TC_OP_WRITE ? r->buf : NULL, len, off);
+	trace(r, "%s offset=%" PRIu64 " length=%" PRIu64 "%s (write id %" PRIu32 "): %d",
+	      op == TC_OP_WRITE ? "write" : op == TC_OP_WRITE_ZEROES ? "write-zeroes" :
+	      "discard", off, len, (flags & TC_IO_FUA) ? " fua" : "", id, ret);
 	result_ok(r, op == TC_OP_WRITE ? "write" : op == TC_OP_WRITE_ZEROES ?
 		  "write-zeroes" : "discard", off, len, ret);
 	tc_model_complete(r->model, 0, first, n, ret, (flags & TC_IO_FUA) != 0);
@@ -274,6 +295,7 @@ static int do_read(struct iorun *r, uint64_t off, uint64_t len)
 		return 0;
 	memset(r->buf, 0xa5, len);
 	ret = tc_volume_io(r->vol, TC_OP_READ, 0, r->buf, len, off);
+	trace(r, "read offset=%" PRIu64 " length=%" PRIu64 ": %d", off, len, ret);
 	if (!result_ok(r, "read", off, len, ret) || ret != 0)
 		return ret;
 	for (uint64_t i = 0; i < len / TC_SECTOR_SIZE; i++) {
@@ -296,6 +318,7 @@ static void do_flush(struct iorun *r)
 		return;
 	token = tc_model_flush_begin(r->model, 0);
 	ret = tc_volume_io(r->vol, TC_OP_FLUSH, 0, NULL, 0, 0);
+	trace(r, "flush: %d", ret);
 	result_ok(r, "flush", 0, 0, ret);
 	tc_model_flush_end(r->model, 0, token, ret);
 }
@@ -307,6 +330,7 @@ static int do_flush_dirty(struct iorun *r)
 	if (r->failed)
 		return 0;
 	ret = tc_volume_flush_dirty(r->vol, NULL, NULL);
+	trace(r, "tc_volume_flush_dirty: %d", ret);
 	if (ret != 0 && ret != -EIO)
 		fail(r, "tc_volume_flush_dirty returned %d (%s), not 0 or -EIO", ret,
 		     strerror(-ret));
@@ -492,6 +516,8 @@ static void print_failure(const struct iorun *r)
 
 	case_name(r->c, name, sizeof(name));
 	printf("FAIL ioerr %s N=%u: %s\n", name, r->n, r->failure);
+	printf("  replay: tc-ioerr --case %u --n %u --trace\n",
+	       atomic_load(&config.current_case), r->n);
 	for (unsigned i = 0; i < r->log_count; i++)
 		printf("  log: %s\n",
 		       r->log[(r->log_next + LOG_KEEP - r->log_count + i) % LOG_KEEP]);
@@ -534,21 +560,36 @@ static void put_str(char *buf, size_t *len, const char *s)
 		buf[(*len)++] = *s++;
 }
 
-/* A run that hangs is reported by case and N, then the process ends. */
-static void watchdog(int sig)
+/* "FAIL ioerr case #K N=N: <what>\n" on stdout, async-signal-safe. */
+static void report_signal(const char *what)
 {
 	char buf[160];
 	size_t len = 0;
 
-	(void)sig;
 	put_str(buf, &len, "FAIL ioerr case #");
 	put_uint(buf, &len, atomic_load(&config.current_case));
 	put_str(buf, &len, " (see --verbose) N=");
 	put_uint(buf, &len, atomic_load(&config.current_n));
-	put_str(buf, &len, ": no result after 60 s (hang)\n");
+	put_str(buf, &len, what);
 	if (write(STDOUT_FILENO, buf, len) < 0)
-		_exit(1);
+		return;
+}
+
+/* A run that hangs is reported by case and N, then the process ends. */
+static void watchdog(int sig)
+{
+	(void)sig;
+	report_signal(": no result after 60 s (hang)\n");
 	_exit(1);
+}
+
+/* A run that crashes the process is reported too, then the signal does its work. */
+static void fatal_signal(int sig)
+{
+	report_signal(sig == SIGSEGV ? ": crashed (SIGSEGV)\n" : sig == SIGBUS ?
+		      ": crashed (SIGBUS)\n" : ": crashed (SIGABRT)\n");
+	signal(sig, SIG_DFL);
+	raise(sig);
 }
 
 int main(int argc, char **argv)
@@ -560,11 +601,22 @@ int main(int argc, char **argv)
 	struct sigaction sa;
 	uint64_t sizes[1] = { VOL_SIZE };
 
+	config.only_case = -1;
 	for (int i = 1; i < argc; i++) {
 		if (!strcmp(argv[i], "--verbose") || !strcmp(argv[i], "-v")) {
 			config.verbose = true;
+		} else if (!strcmp(argv[i], "--trace")) {
+			config.trace = true;
+		} else if (!strcmp(argv[i], "--case") && i + 1 < argc) {
+			config.only_case = atoi(argv[++i]);
+		} else if (!strcmp(argv[i], "--n") && i + 1 < argc) {
+			config.only_n = (unsigned)atoi(argv[++i]);
 		} else {
-			fprintf(stderr, "usage: tc-ioerr [--verbose]\n");
+			fprintf(stderr, "usage: tc-ioerr [--verbose] [--trace] [--case K] "
+				"[--n N]\n"
+				"  --case K  run only case #K (numbers as printed by --verbose)\n"
+				"  --n N     run only that N\n"
+				"  --trace   every request and its result on stderr\n");
 			return strcmp(argv[i], "--help") ? 2 : 0;
 		}
 	}
@@ -576,6 +628,10 @@ int main(int argc, char **argv)
 	memset(&sa, 0, sizeof(sa));
 	sa.sa_handler = watchdog;
 	sigaction(SIGALRM, &sa, NULL);
+	sa.sa_handler = fatal_signal;
+	sigaction(SIGSEGV, &sa, NULL);
+	sigaction(SIGBUS, &sa, NULL);
+	sigaction(SIGABRT, &sa, NULL);
 
 	for (unsigned role = 0; role < 2; role++)
 		for (unsigned op = 0; op < 3; op++)
@@ -594,12 +650,14 @@ int main(int argc, char **argv)
 		bool case_failed = false;
 		char name[128];
 
+		if (config.only_case >= 0 && (unsigned)config.only_case != ci)
+			continue;
 		case_name(c, name, sizeof(name));
 		if (config.verbose) {
 			printf("case #%u %s ...\n", ci, name);
 			fflush(stdout);
 		}
-		for (n = 1; n <= MAX_N; n++) {
+		for (n = config.only_n ? config.only_n : 1; n <= MAX_N; n++) {
 			struct iorun *r = calloc(1, sizeof(*r));
 			bool fired;
 
@@ -633,7 +691,7 @@ int main(int argc, char **argv)
 			}
 			free_run(r);
 			free(r);
-			if (case_failed || !fired)
+			if (case_failed || !fired || config.only_n)
 				break;
 			fired_runs++;
 		}

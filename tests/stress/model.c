@@ -434,7 +434,6 @@ struct list_builder {
 	size_t len, used;
 	unsigned count;
 	uint32_t seen[16];      /* values already listed (dedup for short lists) */
-	uint32_t max_id;
 };
 
 static bool list_add(void *arg, uint32_t value)
@@ -442,8 +441,6 @@ static bool list_add(void *arg, uint32_t value)
 	struct list_builder *b = arg;
 	int n;
 
-	if (value > b->max_id)
-		b->max_id = value;
 	for (unsigned i = 0; i < b->count && i < 16; i++)
 		if (b->seen[i] == value)
 			return false;
@@ -486,8 +483,7 @@ void tc_model_allowed(const struct tc_model *m, unsigned vol, uint64_t sector,
 
 /* What @f is, in words, relative to the sector it was read from. */
 static void describe_found(const struct tc_model *m, unsigned vol, uint64_t sector,
-			   const struct tc_found *f, const uint8_t *buf, uint32_t max_allowed,
-			   char *out, size_t outlen)
+			   const struct tc_found *f, const uint8_t *buf, char *out, size_t outlen)
 {
 	switch (f->kind) {
 	case TC_FOUND_ZEROES:
@@ -503,11 +499,9 @@ static void describe_found(const struct tc_model *m, unsigned vol, uint64_t sect
 				 " (another sector's data)", f->write_id, f->sector);
 		else if (f->write_id >= m->next_write_id)
 			snprintf(out, outlen, "write %" PRIu32 " (never issued)", f->write_id);
-		else if (f->write_id < max_allowed)
-			snprintf(out, outlen, "write %" PRIu32 " (stale)", f->write_id);
 		else
-			snprintf(out, outlen, "write %" PRIu32 " (not allowed here)",
-				 f->write_id);
+			snprintf(out, outlen, "write %" PRIu32 " (stale: an older value of this "
+				 "sector)", f->write_id);
 		break;
 	case TC_FOUND_DAMAGED:
 		snprintf(out, outlen, "garbage: damaged pattern claiming write %" PRIu32
@@ -545,7 +539,7 @@ bool tc_model_check(const struct tc_model *m, unsigned vol, uint64_t sector,
 	}
 	if (msg) {
 		build_list(s, rule, &b, allowed, sizeof(allowed));
-		describe_found(m, vol, sector, &f, buf, b.max_id, found, sizeof(found));
+		describe_found(m, vol, sector, &f, buf, found, sizeof(found));
 		snprintf(msg, msglen, "found %s, allowed %s", found, allowed);
 	}
 	return false;

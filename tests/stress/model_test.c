@@ -129,7 +129,8 @@ static int test_write_and_flush(void)
 	CHECK(allows(m, 0, 3, w2, TC_MODEL_RECOVERED));
 	CHECK(tc_model_history_len(m, 0, 3) == 2);
 	CHECK(!check_msg(m, 0, 3, 0, 3, w1, TC_MODEL_CURRENT, msg, sizeof(msg)));
-	CHECK(strcmp(msg, "found write 1 (stale), allowed write 2") == 0);
+	CHECK(strcmp(msg, "found write 1 (stale: an older value of this sector), "
+		     "allowed write 2") == 0);
 
 	/* A failed flush changes nothing; a later good one covers w2. */
 	token = tc_model_flush_begin(m, 0);

@@ -2,7 +2,7 @@
 /*
  * stress.c - tc-stress: randomized crash and consistency testing of the cache engine.
  *
- *   tc-stress [--seed N] [--count K] [--ops M] [--verbose]
+ *   tc-stress [--seed N] [--count K] [--ops M] [--verbose] [--trace]
  *
  * Runs seeds N .. N+K-1 (defaults: 1, $TC_STRESS_COUNT or 500, 400 ops per seed).
  * Each seed is one reproducible run: the seed picks a configuration (line size,
@@ -50,6 +50,8 @@
 #define MS ((uint64_t)1000 * 1000)
 #define IDLE_LIMIT_NS (120 * 1000 * MS)   /* virtual time a drain may take */
 #define SEED_TIMEOUT_S 120                    /* wall time per seed: hang watchdog */
+#define TC_STR_(x) #x
+#define TC_STR(x) TC_STR_(x)
 
 /* The options, and the seed in progress for the hang watchdog: the only global. */
 struct stress_config {
@@ -57,6 +59,7 @@ struct stress_config {
 	uint64_t count;
 	unsigned ops;
 	bool verbose;
+	bool trace;                     /* log every request and event to stderr */
 	const char *tmpdir;
 	_Atomic uint64_t current_seed;
 };
@@ -188,6 +191,7 @@ struct req {
 	unsigned vol;
 	uint64_t first, nsectors;
 	bool fua;
+	uint32_t write_id;              /* REQ_WRITE */
 	uint64_t token;                 /* flush: model token */
 };
 
@@ -195,6 +199,8 @@ struct counts {
 	uint64_t reads, writes, zeroes, discards, flushes, fua;
 	uint64_t settings, flush_dirty, power_cuts, restarts;
 	uint64_t sectors_verified;
+	/* Engine counters summed over every generation: does the run reach the paths? */
+	uint64_t read_hits, promotions, evictions, writeback_bytes, bypassed;
 };
 
 struct run {
@@ -260,6 +266,22 @@ static void fail_sector(struct run *r, unsigned vol, uint64_t sector, const char
 {
 	fail(r, "volume=%u offset=%" PRIu64 " (sector %" PRIu64 "): %s [%s, %s]", vol,
 	     sector * TC_SECTOR_SIZE, sector, msg, where, r->phase);
+}
+
+/* --trace: one line per request and event, for replaying a failing seed by hand. */
+static void trace(const struct run *r, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+static void trace(const struct run *r, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (!config.trace)
+		return;
+	fprintf(stderr, "op %u gen %u: ", r->op, r->generation);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputc('\n', stderr);
 }
 
 static void print_failure(const struct run *r)
@@ -358,6 +380,8 @@ static void req_done(struct tc_io *io, int result)
 		fail(r, "a request completed twice (io %p)", (void *)io);
 		return;
 	}
+	trace(r, "done %s vol %u sectors %" PRIu64 "+%" PRIu64 "%s: %d", kind_name(q->kind),
+	      q->vol, q->first, q->nsectors, q->fua ? " fua" : "", result);
 	if (result != 0)
 		fail(r, "%s volume=%u offset=%" PRIu64 " length=%" PRIu64 "%s failed: %d (%s)",
 		     kind_name(q->kind), q->vol, q->first * TC_SECTOR_SIZE,
@@ -406,12 +430,14 @@ static bool conflicts(const struct run *r, unsigned vol, uint64_t first, uint64_
 	return false;
 }
 
-/* A random range: 512 B to 3 lines, often 4 KiB aligned, often in a hot region or
- * continuing a sequential stream. */
+/* A random range: 512 B to 3 lines, often 4 KiB aligned, often in a hot region (the
+ * first 32 lines: overwrites of cached and dirty lines, evictions of hot ones) or
+ * continuing a sequential stream (the sequential cutoff). */
 static void pick_range(struct run *r, unsigned v, uint64_t *first, uint64_t *n)
 {
 	uint64_t vsect = r->su->vol[v].size / TC_SECTOR_SIZE;
 	uint64_t line = r->su->opts.line_size / TC_SECTOR_SIZE;
+	uint64_t hot = vsect / 4 < 32 * line ? vsect / 4 : 32 * line;
 	uint64_t len, start;
 	bool aligned = rnd_below(&r->rng, 10) < 7;
 
@@ -430,7 +456,7 @@ static void pick_range(struct run *r, unsigned v, uint64_t *first, uint64_t *n)
 		start = r->stream_end[v];
 		break;
 	case 2: case 3: case 4: case 5:
-		start = rnd_below(&r->rng, vsect / 4);
+		start = rnd_below(&r->rng, hot);
 		break;
 	default:
 		start = rnd_below(&r->rng, vsect);
@@ -458,6 +484,9 @@ static struct req *free_req(struct run *r)
 
 static void submit(struct run *r, struct req *q)
 {
+	trace(r, "submit %s vol %u sectors %" PRIu64 "+%" PRIu64 "%s (write id %" PRIu32 ")",
+	      kind_name(q->kind), q->vol, q->first, q->nsectors, q->fua ? " fua" : "",
+	      q->kind == REQ_WRITE ? q->write_id : 0);
 	q->io.private_data = q;
 	q->io.done = req_done;
 	q->run = r;
@@ -506,6 +535,7 @@ static void submit_data(struct run *r, enum req_kind kind, bool fua)
 		uint32_t id = tc_model_new_write_id(r->model);
 
 		q->io.op = TC_OP_WRITE;
+		q->write_id = id;
 		tc_model_fill(v, first, n, id, q->buf);
 		tc_model_submit(r->model, v, first, n, TC_MODEL_WRITE, id);
 		r->n.writes++;
@@ -566,6 +596,8 @@ static void change_settings(struct run *r)
 
 	random_settings(&r->rng, &s);
 	r->n.settings++;
+	settings_str(&s, want, sizeof(want));
+	trace(r, "tc_volume_set vol %u: %s", v, want);
 	ret = tc_volume_set(r->vol[v], &s, NULL, NULL);
 	if (ret != 0) {
 		settings_str(&s, want, sizeof(want));
@@ -611,6 +643,7 @@ static void flush_dirty(struct run *r)
 	int ret;
 
 	r->n.flush_dirty++;
+	trace(r, "tc_volume_flush_dirty vol %u", v);
 	ret = tc_volume_flush_dirty(r->vol[v], NULL, NULL);
 	if (ret != 0) {
 		fail(r, "tc_volume_flush_dirty(volume %u) returned %d (%s)", v, ret,
@@ -780,6 +813,23 @@ static void verify_volumes(struct run *r, enum tc_model_rule rule, bool collapse
 	}
 }
 
+/* Adds the volumes' engine counters to the run's before the cache goes away. */
+static void collect_stats(struct run *r)
+{
+	struct tc_volume_stats st;
+
+	for (unsigned v = 0; v < r->su->nvol; v++) {
+		if (!r->vol[v])
+			continue;
+		tc_volume_stats(r->vol[v], &st);
+		r->n.read_hits += st.read_hits + st.read_partial_hits;
+		r->n.promotions += st.promotions;
+		r->n.evictions += st.evictions;
+		r->n.writeback_bytes += st.writeback_bytes;
+		r->n.bypassed += st.bypassed_seq + st.bypassed_admission;
+	}
+}
+
 /* Power cut of every device with requests in flight, process death, recovery, and a
  * full check against invariant 2. */
 static void power_cut(struct run *r)
@@ -787,6 +837,8 @@ static void power_cut(struct run *r)
 	int ret;
 
 	r->n.power_cuts++;
+	trace(r, "power cut with %u requests in flight", r->inflight);
+	collect_stats(r);
 	ret = tc_crash_power_cut(r->cache_dev);
 	for (unsigned v = 0; v < r->su->nvol && ret >= 0; v++)
 		ret = tc_crash_power_cut(r->vol_dev[v]);
@@ -812,8 +864,10 @@ static void clean_restart(struct run *r)
 	int ret;
 
 	r->n.restarts++;
+	trace(r, "clean restart");
 	if (!wait_inflight(r, 0))
 		return;
+	collect_stats(r);
 	ret = tc_cache_close(r->cache);
 	r->cache = NULL;
 	if (ret != 0) {
@@ -855,6 +909,7 @@ static void finish(struct run *r)
 		     "volume's tc_volume_flush_dirty", cs.dirty_bytes, cs.lines_dirty);
 		return;
 	}
+	collect_stats(r);
 	for (unsigned v = 0; v < r->su->nvol; v++) {
 		ret = tc_volume_detach(r->vol[v], 0, NULL, NULL);
 		if (ret != 0) {
@@ -1035,10 +1090,14 @@ static bool run_seed(uint64_t seed)
 		printf("seed %" PRIu64 ": ok; %s; %" PRIu64 " reads, %" PRIu64 " writes (%"
 		       PRIu64 " fua), %" PRIu64 " zeroes, %" PRIu64 " discards, %" PRIu64
 		       " flushes, %" PRIu64 " settings, %" PRIu64 " flush_dirty, %" PRIu64
-		       " power cuts, %" PRIu64 " restarts, %" PRIu64 " sectors verified\n",
+		       " power cuts, %" PRIu64 " restarts, %" PRIu64 " sectors verified; "
+		       "engine: %" PRIu64 " read hits, %" PRIu64 " promotions, %" PRIu64
+		       " evictions, %" PRIu64 " KiB written back, %" PRIu64 " bypassed\n",
 		       seed, desc, r->n.reads, r->n.writes, r->n.fua, r->n.zeroes,
 		       r->n.discards, r->n.flushes, r->n.settings, r->n.flush_dirty,
-		       r->n.power_cuts, r->n.restarts, r->n.sectors_verified);
+		       r->n.power_cuts, r->n.restarts, r->n.sectors_verified,
+		       r->n.read_hits, r->n.promotions, r->n.evictions,
+		       r->n.writeback_bytes >> 10, r->n.bypassed);
 		fflush(stdout);
 	}
 	free_run(r);
@@ -1051,15 +1110,14 @@ static bool run_seed(uint64_t seed)
  * Watchdog and command line.
  */
 
-/* Async-signal-safe: a seed that hangs is reported by number, then the process ends. */
-static void watchdog(int sig)
+/* "FAIL seed=<current seed>: <what>\n" on stdout, async-signal-safe. */
+static void report_signal(const char *what)
 {
-	char buf[96], num[24];
+	char buf[160], num[24];
 	uint64_t seed = atomic_load(&config.current_seed);
 	size_t len = 0, n = 0;
-	const char *pre = "FAIL seed=", *post = ": no result after 120 s (hang)\n";
+	const char *pre = "FAIL seed=";
 
-	(void)sig;
 	do {
 		num[n++] = (char)('0' + seed % 10);
 		seed /= 10;
@@ -1068,20 +1126,39 @@ static void watchdog(int sig)
 		buf[len++] = *p;
 	while (n)
 		buf[len++] = num[--n];
-	for (const char *p = post; *p && len < sizeof(buf); p++)
+	for (const char *p = what; *p && len < sizeof(buf) - 1; p++)
 		buf[len++] = *p;
+	buf[len++] = '\n';
 	if (write(STDOUT_FILENO, buf, len) < 0)
-		_exit(1);
+		return;
+}
+
+/* A seed that hangs is reported by number, then the process ends. */
+static void watchdog(int sig)
+{
+	(void)sig;
+	report_signal(": no result after " TC_STR(SEED_TIMEOUT_S) " s (hang)");
 	_exit(1);
+}
+
+/* A seed that crashes the process is reported by number, then the signal does its
+ * default work (core dump, exit status). */
+static void fatal_signal(int sig)
+{
+	report_signal(sig == SIGSEGV ? ": crashed (SIGSEGV)" : sig == SIGBUS ?
+		      ": crashed (SIGBUS)" : ": crashed (SIGABRT)");
+	signal(sig, SIG_DFL);
+	raise(sig);
 }
 
 static void usage(FILE *f)
 {
-	fprintf(f, "usage: tc-stress [--seed N] [--count K] [--ops M] [--verbose]\n"
+	fprintf(f, "usage: tc-stress [--seed N] [--count K] [--ops M] [--verbose] [--trace]\n"
 		"  --seed N    first seed (default 1)\n"
 		"  --count K   seeds to run (default $TC_STRESS_COUNT or 500)\n"
 		"  --ops M     operations per seed (default 400)\n"
 		"  --verbose   one line per passing seed\n"
+		"  --trace     every request and event on stderr (to debug one seed)\n"
 		"Temporary files go under $TMPDIR (default /tmp).\n");
 }
 
@@ -1129,6 +1206,8 @@ int main(int argc, char **argv)
 			i++;
 		} else if (!strcmp(argv[i], "--verbose") || !strcmp(argv[i], "-v")) {
 			config.verbose = true;
+		} else if (!strcmp(argv[i], "--trace")) {
+			config.trace = true;
 		} else if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
 			usage(stdout);
 			return 0;
@@ -1140,6 +1219,10 @@ int main(int argc, char **argv)
 	memset(&sa, 0, sizeof(sa));
 	sa.sa_handler = watchdog;
 	sigaction(SIGALRM, &sa, NULL);
+	sa.sa_handler = fatal_signal;
+	sigaction(SIGSEGV, &sa, NULL);
+	sigaction(SIGBUS, &sa, NULL);
+	sigaction(SIGABRT, &sa, NULL);
 
 	clock_gettime(CLOCK_MONOTONIC, &t0);
 	for (uint64_t i = 0; i < config.count; i++) {
