@@ -314,7 +314,15 @@ int tc_cache_open(tc_ctx *ctx, tc_dev *dev, tc_cache **out);
  */
 int tc_cache_close(tc_cache *cache);
 
-/* tc_cache_abandon - free all memory without any I/O: process death, for crash tests. */
+/*
+ * tc_cache_abandon - process death, for crash tests: no metadata commit, no superblock
+ * write, requests in flight are freed without completing.  Deterministic mode: frees at
+ * once; the context must then be freed (tc_ctx_free) before it is polled again, since
+ * its queue may point into the freed requests.  Threaded mode: first waits for the
+ * requests and background work already in flight to finish (cut the devices' power
+ * first so they fail fast), since device threads would otherwise complete into freed
+ * memory.
+ */
 void tc_cache_abandon(tc_cache *cache);
 
 #define TC_ATTACH_DISCARD_DIRTY 0x1u /* stale backing: drop the cache's dirty lines for it */

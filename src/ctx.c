@@ -301,11 +301,11 @@ void tc_ctx_free(tc_ctx *ctx)
 		pthread_mutex_unlock(&ctx->lock);
 		pthread_join(ctx->worker, NULL);
 	}
-	/* Queued work is dropped, not run: its owners are gone or are being abandoned. */
-	while (work_pop_head(ctx))
-		;
-	while (ctx->timers)
-		timer_unlink(ctx, ctx->timers);
+	/* Queued work and armed timers are dropped without being touched: they live inside
+	 * objects their owners may already have freed (tc_cache_abandon: process death). */
+	ctx->work_head = ctx->work_tail = NULL;
+	ctx->work_count = 0;
+	ctx->timers = NULL;
 	pthread_cond_destroy(&ctx->wait_cond);
 	pthread_cond_destroy(&ctx->work_cond);
 	pthread_mutex_destroy(&ctx->lock);

@@ -579,6 +579,8 @@ static void cache_free(struct tc_cache *c)
 	free(c->free_slots);
 	free(c->lines);
 	pthread_mutex_destroy(&c->alloc_lock);
+	for (unsigned i = 0; i < TC_LIVE_SHARDS; i++)
+		pthread_mutex_destroy(&c->live[i].lock);
 	pthread_mutex_destroy(&c->mgmt_lock);
 	pthread_mutex_destroy(&c->sb_lock);
 	free(c);
@@ -628,6 +630,8 @@ int tc_cache_open(tc_ctx *ctx, tc_dev *dev, tc_cache **out)
 	c->ctx = ctx;
 	c->dev = dev;
 	pthread_mutex_init(&c->sb_lock, NULL);
+	for (unsigned i = 0; i < TC_LIVE_SHARDS; i++)
+		pthread_mutex_init(&c->live[i].lock, NULL);
 	pthread_mutex_init(&c->mgmt_lock, NULL);
 	pthread_mutex_init(&c->alloc_lock, NULL);
 	uint64_t t0 = tc_ctx_deterministic(ctx) ? 0 : tc_ctx_now(ctx);
@@ -1053,6 +1057,13 @@ void tc_cache_abandon(tc_cache *c)
 {
 	c->closing = true;
 	tc_ctx_timer_cancel(c->ctx, &c->tick);
+	if (!tc_ctx_deterministic(c->ctx)) {
+		/* Device threads may still complete requests into this memory: let them
+		 * finish (after a power cut they fail at once), then free. */
+		wait_for(c, no_requests, NULL);
+		wait_for(c, background_idle, NULL);
+	}
+	tc_requests_abandon(c);
 	cache_free(c);
 }
 

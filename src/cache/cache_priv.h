@@ -136,6 +136,13 @@ struct tc_cleaner {
 	_Atomic uint64_t batches_done;
 };
 
+#define TC_LIVE_SHARDS 16
+struct tc_req;
+struct tc_live {
+	pthread_mutex_t lock;
+	struct tc_req *head;
+} __attribute__((aligned(64)));
+
 struct tc_cache {
 	tc_ctx *ctx;
 	tc_dev *dev;
@@ -175,6 +182,7 @@ struct tc_cache {
 	_Atomic uint64_t commits, commit_blocks;
 	uint64_t recovered_dirty, recovered_dropped, recovery_ns;
 	_Atomic int inflight_reqs;
+	struct tc_live live[TC_LIVE_SHARDS];  /* requests in flight (request.c) */
 };
 
 /* ---- map (cache.c) ---- */
@@ -238,6 +246,8 @@ bool tc_meta_idle(struct tc_cache *c);
 
 /* ---- requests (request.c) ---- */
 void tc_cache_error(struct tc_cache *c, struct tc_volume *v, const char *what, int err);
+/* Free every request still in flight, without completing it (process death). */
+void tc_requests_abandon(struct tc_cache *c);
 /* Drop a shared hold the cleaner took directly on @inf (stripe lock not held), waking
  * waiters; the reference stays. */
 void tc_inflight_release_shared(struct tc_cache *c, struct tc_stripe *s,

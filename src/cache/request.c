@@ -38,6 +38,8 @@ enum { ROUTE_WB, ROUTE_WT, ROUTE_WA, ROUTE_PT };
 struct tc_req {
 	struct tc_volume *vol;
 	struct tc_io *io;
+	struct tc_req *live_prev, *live_next;  /* the cache's list of live requests */
+	unsigned live_shard;
 	_Atomic int left;
 	_Atomic int err;
 	bool seq_bypass;
@@ -350,6 +352,58 @@ static bool line_acquire(struct tc_cache *c, struct tc_sub *s)
 
 /* ---- completion --------------------------------------------------------------------- */
 
+/*
+ * Live requests are listed (in shards, to keep the lock off the hot path's way) so that
+ * tc_cache_abandon() can free the ones a simulated process death leaves behind.
+ */
+static void req_live_add(struct tc_cache *c, struct tc_req *r)
+{
+	r->live_shard = (unsigned)(((uintptr_t)r >> 6) % TC_LIVE_SHARDS);
+	struct tc_live *l = &c->live[r->live_shard];
+	pthread_mutex_lock(&l->lock);
+	r->live_prev = NULL;
+	r->live_next = l->head;
+	if (l->head)
+		l->head->live_prev = r;
+	l->head = r;
+	pthread_mutex_unlock(&l->lock);
+}
+
+static void req_live_del(struct tc_cache *c, struct tc_req *r)
+{
+	struct tc_live *l = &c->live[r->live_shard];
+	pthread_mutex_lock(&l->lock);
+	if (r->live_prev)
+		r->live_prev->live_next = r->live_next;
+	else
+		l->head = r->live_next;
+	if (r->live_next)
+		r->live_next->live_prev = r->live_prev;
+	pthread_mutex_unlock(&l->lock);
+}
+
+static void req_free(struct tc_req *r)
+{
+	for (uint32_t i = 0; i < r->nsubs; i++) {
+		free(r->subs[i].buf);
+		free(r->subs[i].iov_direct);
+	}
+	free(r->subs);
+	free(r);
+}
+
+void tc_requests_abandon(struct tc_cache *c)
+{
+	for (unsigned i = 0; i < TC_LIVE_SHARDS; i++) {
+		struct tc_req *r = c->live[i].head, *n;
+		for (; r; r = n) {
+			n = r->live_next;
+			req_free(r);
+		}
+		c->live[i].head = NULL;
+	}
+}
+
 static void req_finish(struct tc_req *r)
 {
 	struct tc_io *io = r->io;
@@ -359,12 +413,8 @@ static void req_finish(struct tc_req *r)
 	atomic_store(&r->vol->last_io_ns, tc_ctx_now(r->vol->cache->ctx));
 	atomic_fetch_sub(&r->vol->inflight_reqs, 1);
 	atomic_fetch_sub(&r->vol->cache->inflight_reqs, 1);
-	for (uint32_t i = 0; i < r->nsubs; i++) {
-		free(r->subs[i].buf);
-		free(r->subs[i].iov_direct);
-	}
-	free(r->subs);
-	free(r);
+	req_live_del(r->vol->cache, r);
+	req_free(r);
 	io->done(io, err);
 }
 
@@ -580,17 +630,17 @@ static void sub_locked(struct tc_sub *s)
 		break;
 	case SUB_DISCARD:
 		if (s->slot != TC_SLOT_NONE) {
-			/* Fully covered units go.  A partially covered clean unit goes too: the
-			 * backing zeroes the discarded sectors, and a clean copy must never
-			 * differ from the backing (it would be trusted after a clean restart,
-			 * then dropped after a crash: old data first, zeros later).  A
-			 * partially covered dirty unit stays; its writeback restores the
-			 * backing's copy of the other sectors. */
+			/* Clean units touched go: the backing zeroes the discarded sectors, and a
+			 * clean copy must never differ from the backing (it would be trusted
+			 * after a clean restart, then dropped after a crash: old data first,
+			 * zeros later).  Dirty units stay: dropping them would let the backing's
+			 * older copy come back if the crash lands before the backing's discard
+			 * is durable; kept, their writeback restores the backing's copy, and
+			 * "old data" is what a discard allows. */
 			struct tc_line *l = &c->lines[s->slot];
-			uint16_t inval = s->full | (uint16_t)(s->touched & ~l->dirty);
+			uint16_t inval = s->touched & (uint16_t)~l->dirty;
 			if (l->valid & inval)
-				tc_line_set_bits(c, s->slot, l->valid & (uint16_t)~inval,
-						 l->dirty & (uint16_t)~s->full);
+				tc_line_set_bits(c, s->slot, l->valid & (uint16_t)~inval, l->dirty);
 		}
 		s->inf->gen++;
 		s->step = 40;
@@ -760,8 +810,12 @@ static void step_miss_fill(struct tc_sub *s)
 			sub_done(s, -EIO);
 		return;
 	}
+	/* The cache may have failed since the plan: then nothing is filled, and nothing
+	 * may be marked valid afterwards either. */
+	if (atomic_load(&s->c->failed))
+		s->fill = 0;
 	round_begin(s);
-	if (s->fill && !atomic_load(&s->c->failed))
+	if (s->fill)
 		sub_slot_runs(s, s->fill, true);
 	round_end(s);
 }
@@ -859,12 +913,77 @@ static void step_write_data(struct tc_sub *s)
 	round_end(s);
 }
 
+/*
+ * A write-back slot write failed: the slot's copy of the touched units is now unknown,
+ * and with it any older dirty data of the partial units (merged into the buffer).
+ * Write the merged units through to the backing instead, then drop them from the cache.
+ */
+static void write_back_fallback(struct tc_sub *s, uint16_t mask)
+{
+	atomic_store(&s->cache_err, 0);
+	round_begin(s);
+	if (s->direct) {
+		/* Whole units straight from the client: the range is the units. */
+		sub_io(s, false, TC_OP_WRITE, s->fua ? TC_IO_FUA : 0, backing_offset(s, s->off),
+		       s->iov_direct, s->iov_direct_cnt, s->len);
+	} else {
+		uint64_t vend = TC_BACKING_DATA_OFFSET + s->vol->size;
+		for (unsigned u = 0; u < s->c->units;) {
+			if (!(mask & (1u << u))) {
+				u++;
+				continue;
+			}
+			unsigned e = u;
+			while (e < s->c->units && (mask & (1u << e)))
+				e++;
+			uint64_t boff = backing_offset(s, u * TC_UNIT_SIZE);
+			uint64_t len = (uint64_t)(e - u) * TC_UNIT_SIZE;
+			if (boff + len > vend)
+				len = vend - boff;
+			struct iovec *v = &s->iov_inline[s->nios];
+			v->iov_base = s->buf + u * TC_UNIT_SIZE;
+			v->iov_len = len;
+			sub_io(s, false, TC_OP_WRITE, s->fua ? TC_IO_FUA : 0, boff, v, 1, len);
+			u = e;
+		}
+	}
+	round_end(s);
+}
+
+static void step_write_fallback_finish(struct tc_sub *s)
+{
+	struct tc_cache *c = s->c;
+	int be = atomic_load(&s->backing_err);
+	if (be)
+		tc_stat_add(s->vol, ST_BACKING_ERRORS, 1);
+	pthread_mutex_lock(&s->stripe->lock);
+	s->inf->gen++;
+	struct tc_line *l = &c->lines[s->slot];
+	tc_line_set_bits(c, s->slot, l->valid & (uint16_t)~s->touched,
+			 l->dirty & (uint16_t)~s->touched);
+	pthread_mutex_unlock(&s->stripe->lock);
+	sub_done(s, be ? -EIO : 0);
+}
+
 static void step_write_finish(struct tc_sub *s)
 {
 	struct tc_cache *c = s->c;
 	int ce = atomic_load(&s->cache_err), be = atomic_load(&s->backing_err);
 	if (ce)
 		tc_cache_error(c, s->vol, "slot write", ce);
+	if (ce && !be && s->slot != TC_SLOT_NONE) {
+		/* Units whose only up-to-date copy was in the slot (write-back: all touched;
+		 * otherwise the dirty ones, merged in the buffer) go to the backing. */
+		pthread_mutex_lock(&s->stripe->lock);
+		uint16_t dirty = c->lines[s->slot].dirty;
+		pthread_mutex_unlock(&s->stripe->lock);
+		uint16_t mask = s->route == ROUTE_WB ? s->touched :
+				(uint16_t)(s->cache_write & dirty);
+		if (mask) {
+			write_back_fallback(s, mask);   /* continues in step 34 */
+			return;
+		}
+	}
 	if (be)
 		tc_stat_add(s->vol, ST_BACKING_ERRORS, 1);
 	int err = 0;
@@ -929,6 +1048,7 @@ static void sub_step(struct tc_sub *s)
 	case 31: step_write_rmw(s); break;
 	case 32: step_write_data(s); break;
 	case 33: step_write_finish(s); break;
+	case 34: step_write_fallback_finish(s); break;
 	case 41: step_discard(s); break;
 	case 42: {
 		int be = atomic_load(&s->backing_err);
@@ -1001,6 +1121,7 @@ void tc_volume_submit(struct tc_volume *v, struct tc_io *io)
 	}
 	r->vol = v;
 	r->io = io;
+	req_live_add(c, r);
 	atomic_fetch_add(&v->inflight_reqs, 1);
 	atomic_fetch_add(&c->inflight_reqs, 1);
 	atomic_store(&v->last_io_ns, tc_ctx_now(c->ctx));
@@ -1047,6 +1168,7 @@ void tc_volume_submit(struct tc_volume *v, struct tc_io *io)
 	if (!r->subs) {
 		atomic_fetch_sub(&v->inflight_reqs, 1);
 		atomic_fetch_sub(&c->inflight_reqs, 1);
+		req_live_del(c, r);
 		free(r);
 		refuse(v, io, -ENOMEM);
 		return;
