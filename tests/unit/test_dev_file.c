@@ -194,7 +194,7 @@ static void test_iovecs_and_fua(void **state)
 	struct fixture *fx = *state;
 	uint32_t lbs;
 	struct tc_dev_info info;
-	uint8_t *a = aligned(4096), *b = aligned(8192), *flat = aligned(16384);
+	uint8_t *a = aligned(4096), *b = aligned(12288), *flat = aligned(16384);
 	uint8_t *odd = malloc(4096 + 3);
 	struct iovec v[3];
 	struct counter c = { .ctx = fx->ctx, .want = 1, .submitter = pthread_self() };
@@ -221,7 +221,7 @@ static void test_iovecs_and_fua(void **state)
 
 	/* Read back into split aligned iovecs of lbs-multiple lengths. */
 	memset(a, 0, 4096);
-	memset(b, 0, 8192);
+	memset(b, 0, 12288);  /* b also takes the read's last piece: 12288 bytes */
 	v[0] = (struct iovec){ b, lbs };
 	v[1] = (struct iovec){ a, 4096 };
 	v[2] = (struct iovec){ b + lbs, 12288 - lbs };
