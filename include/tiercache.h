@@ -252,7 +252,7 @@ struct tc_volume_settings {
 	uint64_t seq_cutoff;      /* bytes; a stream this long bypasses the cache; 0 = off */
 };
 
-/* tc_volume_settings_default - read cache on, wb, medium, always, sectors, nhit 2,
+/* tc_volume_settings_default - read cache on, wb, medium, always, line fill, nhit 2,
  * seq_cutoff 4 MiB. */
 void tc_volume_settings_default(struct tc_volume_settings *s);
 

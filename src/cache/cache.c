@@ -253,7 +253,7 @@ void tc_volume_settings_default(struct tc_volume_settings *s)
 	s->write_policy = TC_WP_WB;
 	s->flush_rate = TC_FLUSH_MEDIUM;
 	s->admission = TC_ADMIT_ALWAYS;
-	s->fill = TC_FILL_SECTORS;
+	s->fill = TC_FILL_LINE;   /* measured: docs/benchmarks.md, "Read-miss fill policy" */
 	s->nhit = 2;
 	s->seq_cutoff = 4u << 20;
 }
