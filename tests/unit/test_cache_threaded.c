@@ -286,7 +286,7 @@ static void run(unsigned flags, uint8_t replacement)
 	assert_int_equal(tc_cache_close(c), 0);
 	assert_int_equal(tc_cache_open(sh.ctx, cd, &c), 0);
 	assert_int_equal(tc_cache_attach(c, bd, NULL, 0, &sh.v), 0);
-	uint8_t *b = aligned_alloc(4096, REGION), *e = aligned_alloc(4096, 512);
+	uint8_t *b = aligned_alloc(4096, REGION), *e = aligned_alloc(4096, 4096);
 	for (unsigned i = 0; i < THREADS; i++) {
 		uint64_t base = (uint64_t)i * REGION;
 		assert_int_equal(tc_volume_pread(sh.v, b, REGION, base), 0);
