@@ -112,9 +112,13 @@ struct tc_inflight *tc_inflight_get(struct tc_cache *c, struct tc_stripe *s, uin
 		}
 	if (!create)
 		return NULL;
-	struct tc_inflight *i = calloc(1, sizeof(*i));
-	if (!i)
+	struct tc_inflight *i = s->spare;
+	if (i) {
+		s->spare = NULL;
+		memset(i, 0, sizeof(*i));
+	} else if (!(i = calloc(1, sizeof(*i)))) {
 		return NULL;
+	}
 	i->key = key;
 	i->refs = 1;
 	i->next = s->inflight;
@@ -131,7 +135,10 @@ void tc_inflight_put(struct tc_cache *c, struct tc_stripe *s, struct tc_inflight
 			*p = inf->next;
 			break;
 		}
-	free(inf);
+	if (!s->spare)
+		s->spare = inf;
+	else
+		free(inf);
 }
 
 /* ---- allocation and eviction ---------------------------------------------------------- */
@@ -571,6 +578,7 @@ static void cache_free(struct tc_cache *c)
 				n = inf->next;
 				free(inf);
 			}
+			free(c->stripes[i].spare);
 			pthread_mutex_destroy(&c->stripes[i].lock);
 		}
 	}

@@ -47,6 +47,7 @@ struct tc_inflight {
 struct tc_stripe {
 	pthread_mutex_t lock;
 	struct tc_inflight *inflight;
+	struct tc_inflight *spare;       /* one freed record kept for reuse */
 } __attribute__((aligned(64)));
 
 /* Group commit of metadata; metadata.c. */

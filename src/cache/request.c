@@ -82,11 +82,14 @@ struct tc_sub {
 	struct tc_work work;
 	struct tc_commit_waiter cw;
 	int nios;
+	struct iovec *iov_direct;  /* client iov slice: &iov_one or malloc'ed */
+	int iov_direct_cnt;
+	struct iovec iov_one;
+	/* Scratch for the device requests of one round; not zeroed at allocation (each
+	 * use initialises its entry): everything above this line is. */
 	struct tc_io ios[SUB_MAX_IOS];
 	bool io_on_cache[SUB_MAX_IOS];
 	struct iovec iov_inline[SUB_MAX_IOS];
-	struct iovec *iov_direct;  /* client iov slice */
-	int iov_direct_cnt;
 };
 
 static void sub_step(struct tc_sub *s);
@@ -114,7 +117,7 @@ void *tc_alloc_buf(size_t len)
 
 /* Build an iovec array for [skip, skip + len) of the client's iovecs. */
 static int iov_slice(const struct iovec *iov, int cnt, size_t skip, size_t len,
-		     struct iovec **out, int *outcnt)
+		     struct iovec *one, struct iovec **out, int *outcnt)
 {
 	int i = 0, n = 0;
 	while (i < cnt && skip >= iov[i].iov_len) {
@@ -133,7 +136,7 @@ static int iov_slice(const struct iovec *iov, int cnt, size_t skip, size_t len,
 	}
 	if (need)
 		return -EINVAL;
-	struct iovec *v = malloc(sizeof(*v) * (size_t)(n ? n : 1));
+	struct iovec *v = n == 1 ? one : malloc(sizeof(*v) * (size_t)(n ? n : 1));
 	if (!v)
 		return -ENOMEM;
 	need = len;
@@ -385,11 +388,12 @@ static void req_live_del(struct tc_cache *c, struct tc_req *r)
 static void req_free(struct tc_req *r)
 {
 	for (uint32_t i = 0; i < r->nsubs; i++) {
-		free(r->subs[i].buf);
-		free(r->subs[i].iov_direct);
+		struct tc_sub *sub = &r->subs[i];
+		free(sub->buf);
+		if (sub->iov_direct != &sub->iov_one)
+			free(sub->iov_direct);
 	}
-	free(r->subs);
-	free(r);
+	free(r);   /* the sub-requests live in the same allocation */
 }
 
 void tc_requests_abandon(struct tc_cache *c)
@@ -704,7 +708,7 @@ static void step_hit(struct tc_sub *s)
 	const struct tc_io *io = s->req->io;
 	round_begin(s);
 	s->direct = (s->off % TC_UNIT_SIZE) == 0 && (s->len % TC_UNIT_SIZE) == 0 &&
-		    iov_slice(io->iov, io->iovcnt, s->data_off, s->len, &s->iov_direct,
+		    iov_slice(io->iov, io->iovcnt, s->data_off, s->len, &s->iov_one, &s->iov_direct,
 			      &s->iov_direct_cnt) == 0 &&
 		    (!c->dev->direct || iov_aligned(s->iov_direct, s->iov_direct_cnt));
 	if (s->direct) {
@@ -842,7 +846,7 @@ static void step_write_rmw(struct tc_sub *s)
 	round_begin(s);
 	const struct tc_io *io = s->req->io;
 	bool aligned_client = !s->zeroes && !s->rmw_backing && !s->rmw_cache &&
-		iov_slice(io->iov, io->iovcnt, s->data_off, s->len, &s->iov_direct,
+		iov_slice(io->iov, io->iovcnt, s->data_off, s->len, &s->iov_one, &s->iov_direct,
 			  &s->iov_direct_cnt) == 0;
 	s->direct = aligned_client && (s->off % TC_UNIT_SIZE) == 0 &&
 		    (s->len % TC_UNIT_SIZE) == 0 &&
@@ -1114,11 +1118,25 @@ void tc_volume_submit(struct tc_volume *v, struct tc_io *io)
 			return;
 		}
 	}
-	struct tc_req *r = calloc(1, sizeof(*r));
+	/* The request and its sub-requests (one per cache line) in one allocation; of a
+	 * sub-request only the part before its I/O scratch arrays needs zeroing. */
+	uint64_t first = 0, last = 0;
+	uint32_t nsubs = 0;
+	if (io->op != TC_OP_FLUSH) {
+		first = io->offset >> c->line_shift;
+		last = (io->offset + io->length - 1) >> c->line_shift;
+		nsubs = (uint32_t)(last - first + 1);
+	}
+	struct tc_req *r = malloc(sizeof(*r) + (size_t)nsubs * sizeof(struct tc_sub));
 	if (!r) {
 		refuse(v, io, -ENOMEM);
 		return;
 	}
+	memset(r, 0, sizeof(*r));
+	r->subs = (struct tc_sub *)(r + 1);
+	r->nsubs = nsubs;
+	for (uint32_t i = 0; i < nsubs; i++)
+		memset(&r->subs[i], 0, offsetof(struct tc_sub, ios));
 	r->vol = v;
 	r->io = io;
 	req_live_add(c, r);
@@ -1161,18 +1179,6 @@ void tc_volume_submit(struct tc_volume *v, struct tc_io *io)
 		tc_stat_add(v, ST_BYPASS_SEQ, 1);
 	}
 
-	uint64_t first = io->offset >> c->line_shift;
-	uint64_t last = (io->offset + io->length - 1) >> c->line_shift;
-	r->nsubs = (uint32_t)(last - first + 1);
-	r->subs = calloc(r->nsubs, sizeof(*r->subs));
-	if (!r->subs) {
-		atomic_fetch_sub(&v->inflight_reqs, 1);
-		atomic_fetch_sub(&c->inflight_reqs, 1);
-		req_live_del(c, r);
-		free(r);
-		refuse(v, io, -ENOMEM);
-		return;
-	}
 	/* One extra reference held by this function: sub-requests can finish inside
 	 * sub_start() (rounds with no I/O), and the last one frees the request. */
 	atomic_store(&r->left, (int)r->nsubs + 1);
