@@ -269,47 +269,37 @@ int tc_dev_flush(tc_dev *dev)
  * iovec helpers.
  */
 
-void tc_iov_to_buf(void *buf, const struct iovec *iov, int iovcnt, size_t skip, size_t len)
+/* Walk [skip, skip + len) of @iov, copying to or from the flat @buf. */
+static void iov_copy(char *buf, const struct iovec *iov, int iovcnt, size_t skip,
+		     size_t len, bool to_iov)
 {
-	char *p = buf;
-	int i;
-
-	for (i = 0; i < iovcnt && len > 0; i++) {
-		size_t n;
-
+	for (int i = 0; i < iovcnt && len > 0; i++) {
 		if (skip >= iov[i].iov_len) {
 			skip -= iov[i].iov_len;
 			continue;
 		}
-		n = iov[i].iov_len - skip;
+		size_t n = iov[i].iov_len - skip;
 		if (n > len)
 			n = len;
-		memcpy(p, (const char *)iov[i].iov_base + skip, n);
-		p += n;
+		char *base = (char *)iov[i].iov_base + skip;
+		if (to_iov)
+			memcpy(base, buf, n);
+		else
+			memcpy(buf, base, n);
+		buf += n;
 		len -= n;
 		skip = 0;
 	}
+}
+
+void tc_iov_to_buf(void *buf, const struct iovec *iov, int iovcnt, size_t skip, size_t len)
+{
+	iov_copy(buf, iov, iovcnt, skip, len, false);
 }
 
 void tc_buf_to_iov(const struct iovec *iov, int iovcnt, size_t skip, const void *buf,
 		   size_t len)
 {
-	const char *p = buf;
-	int i;
-
-	for (i = 0; i < iovcnt && len > 0; i++) {
-		size_t n;
-
-		if (skip >= iov[i].iov_len) {
-			skip -= iov[i].iov_len;
-			continue;
-		}
-		n = iov[i].iov_len - skip;
-		if (n > len)
-			n = len;
-		memcpy((char *)iov[i].iov_base + skip, p, n);
-		p += n;
-		len -= n;
-		skip = 0;
-	}
+	iov_copy((char *)buf, iov, iovcnt, skip, len, true);
 }
+
