@@ -414,6 +414,7 @@ struct tc_volume_stats {
 	uint64_t cache_errors, backing_errors;
 	bool fallback_pt;           /* pass-through after cache-device errors */
 	bool draining;              /* flush/detach/policy change in progress */
+	struct tc_dev_stats backing;/* the backing device's own counters (not reset) */
 };
 
 struct tc_cache_stats {

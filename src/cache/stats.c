@@ -41,6 +41,7 @@ void tc_volume_stats(tc_volume *v, struct tc_volume_stats *st)
 	st->writeback_rate = v->rate_last;
 	st->fallback_pt = atomic_load(&v->cache->failed);
 	st->draining = atomic_load(&v->draining) > 0;
+	tc_dev_stats(v->backing, &st->backing);
 }
 
 void tc_volume_stats_reset(tc_volume *v)
@@ -85,6 +86,20 @@ static void add_u64(json_object *o, const char *k, uint64_t v)
 	json_object_object_add(o, k, json_object_new_uint64(v));
 }
 
+static json_object *dev_stats_json(const struct tc_dev_stats *d)
+{
+	json_object *o = json_object_new_object();
+	add_u64(o, "reads", d->reads);
+	add_u64(o, "writes", d->writes);
+	add_u64(o, "flushes", d->flushes);
+	add_u64(o, "discards", d->discards);
+	add_u64(o, "write_zeroes", d->write_zeroes);
+	add_u64(o, "bytes_read", d->bytes_read);
+	add_u64(o, "bytes_written", d->bytes_written);
+	add_u64(o, "errors", d->errors);
+	return o;
+}
+
 char *tc_volume_stats_json(tc_volume *v)
 {
 	struct tc_volume_stats st;
@@ -123,6 +138,7 @@ char *tc_volume_stats_json(tc_volume *v)
 	add_u64(o, "backing_errors", st.backing_errors);
 	json_object_object_add(o, "fallback_pt", json_object_new_boolean(st.fallback_pt));
 	json_object_object_add(o, "draining", json_object_new_boolean(st.draining));
+	json_object_object_add(o, "backing_device", dev_stats_json(&st.backing));
 	char *out = strdup(json_object_to_json_string_ext(o, JSON_C_TO_STRING_PRETTY));
 	json_object_put(o);
 	return out;
@@ -148,14 +164,7 @@ char *tc_cache_stats_json(tc_cache *c)
 	add_u64(o, "recovered_dirty_lines", st.recovered_dirty_lines);
 	add_u64(o, "recovered_dropped_lines", st.recovered_dropped_lines);
 	add_u64(o, "recovery_ns", st.recovery_ns);
-	json_object *d = json_object_new_object();
-	add_u64(d, "reads", st.dev.reads);
-	add_u64(d, "writes", st.dev.writes);
-	add_u64(d, "flushes", st.dev.flushes);
-	add_u64(d, "bytes_read", st.dev.bytes_read);
-	add_u64(d, "bytes_written", st.dev.bytes_written);
-	add_u64(d, "errors", st.dev.errors);
-	json_object_object_add(o, "cache_device", d);
+	json_object_object_add(o, "cache_device", dev_stats_json(&st.dev));
 	json_object_object_add(o, "fallback_pt", json_object_new_boolean(atomic_load(&c->failed)));
 	char *out = strdup(json_object_to_json_string_ext(o, JSON_C_TO_STRING_PRETTY));
 	json_object_put(o);

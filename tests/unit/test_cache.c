@@ -17,6 +17,7 @@
 #include <unistd.h>
 #include "tiercache.h"
 #include "format.h"
+#include <json-c/json.h>
 
 #define MIB (1024u * 1024u)
 
@@ -664,6 +665,48 @@ static void test_dirty_unreadable_is_error(void **state)
 	env_down(e);
 }
 
+static uint64_t json_u64(json_object *o, const char *key)
+{
+	json_object *v;
+	assert_true(json_object_object_get_ex(o, key, &v));
+	return json_object_get_uint64(v);
+}
+
+static void test_stats_json_and_reset(void **state)
+{
+	struct env *e = *state;
+	env_up(e);
+	wr(e, 0, 8192, 1, 0);
+	expect(e, 0, 8192, 1);
+	char *js = tc_volume_stats_json(e->v);
+	json_object *o = json_tokener_parse(js);
+	assert_non_null(o);
+	assert_int_equal(json_u64(o, "writes"), 1);
+	assert_int_equal(json_u64(o, "reads"), 1);
+	assert_int_equal(json_u64(o, "bytes_written"), 8192);
+	assert_int_equal(json_u64(o, "read_hits"), 1);
+	assert_int_equal(json_u64(o, "dirty_bytes"), 8192);
+	json_object *bd;
+	assert_true(json_object_object_get_ex(o, "backing_device", &bd));
+	assert_true(json_u64(bd, "bytes_written") >= 8192);   /* the superblock writes */
+	json_object_put(o);
+	free(js);
+	js = tc_cache_stats_json(e->c);
+	o = json_tokener_parse(js);
+	assert_non_null(o);
+	assert_int_equal(json_u64(o, "line_size"), 16384);
+	assert_int_equal(json_u64(o, "lines_dirty"), 1);
+	assert_true(json_u64(o, "mem_bytes_per_line") <= 24);
+	json_object_put(o);
+	free(js);
+	tc_volume_stats_reset(e->v);
+	struct tc_volume_stats st = vstats(e);
+	assert_int_equal(st.writes, 0);
+	assert_int_equal(st.read_hits, 0);
+	assert_int_equal(st.dirty_bytes, 8192);   /* a state, not a counter */
+	env_down(e);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -688,6 +731,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_discard_and_zeroes, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_cache_errors_fall_back, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_dirty_unreadable_is_error, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_stats_json_and_reset, setup, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
