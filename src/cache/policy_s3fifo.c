@@ -438,8 +438,8 @@ static int s3_pick_queue(const struct tc_repl *r, const uint32_t rej[2])
 }
 
 /* s3_victim - Algorithm 1 of the SOSP'23 paper, one eviction per call:
- *   from S: tail with freq >= 2 (S3_MOVE_TO_MAIN) moves to M's head (freq 0); else it is evicted and its
- *           key becomes the newest ghost;
+ *   from S: tail with freq >= S3_MOVE_TO_MAIN moves to M's head (freq 0); else it is
+ *           evicted and its key becomes the newest ghost;
  *   from M: tail with freq > 0 goes back to M's head with freq - 1; else it is evicted.
  * A tail that @can_evict refuses goes to the head of its own queue.  Returns 0 and
  * *@slot (dequeued), or -ENOSPC when no resident slot is evictable.  Amortized O(1);
