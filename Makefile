@@ -13,6 +13,7 @@
 
 BUILD ?= build
 BUILD_ASAN ?= $(BUILD)-asan
+BUILD_TSAN ?= $(BUILD)-tsan
 MESON ?= meson
 NINJA ?= ninja
 SEED ?= 1
@@ -50,12 +51,14 @@ configure = set -e; \
 # Summary of the last `meson test` runs as one plain line ("check: N passed, N failed,
 # N skipped"), read from meson's JSON logs.  Expected failures count as passed.
 SUMMARY = cat $(BUILD)/meson-logs/testlog.json $(BUILD_ASAN)/meson-logs/testlog.json \
+		$(BUILD_TSAN)/meson-logs/testlog.json \
 		2>/dev/null | grep -o '"result": *"[A-Z]*"' | \
 	awk -F'"' '{ if ($$4 == "OK" || $$4 == "EXPECTEDFAIL") p++; \
 		else if ($$4 == "SKIP") s++; else f++ } \
 		END { printf "check: %d passed, %d failed, %d skipped\n", p, f, s }'
 
 .PHONY: all build deps configure check check-normal check-asan build-asan \
+	check-tsan build-tsan \
 	stress demo bench clean
 
 all: build
@@ -83,11 +86,14 @@ build-asan: deps
 # target fails if either pass (or the ASan build) failed.
 check: build
 	@rc=0; \
-	rm -f $(BUILD)/meson-logs/testlog.json $(BUILD_ASAN)/meson-logs/testlog.json; \
+	rm -f $(BUILD)/meson-logs/testlog.json $(BUILD_ASAN)/meson-logs/testlog.json \
+		$(BUILD_TSAN)/meson-logs/testlog.json; \
 	echo "== tests: $(BUILD) (all suites)"; \
 	$(MAKE) --no-print-directory check-normal || rc=1; \
 	echo "== tests: $(BUILD_ASAN) (ASan+UBSan; unit and stress, TC_STRESS_COUNT=100)"; \
 	$(MAKE) --no-print-directory check-asan || rc=1; \
+	echo "== tests: $(BUILD_TSAN) (ThreadSanitizer; the multi-threaded tests)"; \
+	$(MAKE) --no-print-directory check-tsan || rc=1; \
 	$(SUMMARY); \
 	if [ $$rc -ne 0 ]; then echo "make check: FAILED" >&2; fi; \
 	exit $$rc
@@ -98,6 +104,14 @@ check-normal: build
 check-asan: build-asan
 	env $(SAN_ENV) $(MESON_TEST) -C $(BUILD_ASAN) --no-suite integration \
 		--timeout-multiplier 3
+
+build-tsan: deps
+	@$(call configure,$(BUILD_TSAN),-Db_sanitize=thread -Db_lundef=false)
+	$(NINJA) -C $(BUILD_TSAN)
+
+check-tsan: build-tsan
+	env TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1 $(MESON_TEST) \
+		-C $(BUILD_TSAN) --suite threaded --timeout-multiplier 3
 
 stress: build
 	@if [ ! -x $(BUILD)/tests/stress/tc-stress ]; then \
@@ -119,4 +133,4 @@ bench: build
 	$(BUILD)/bench/tc-bench-hit
 
 clean:
-	rm -rf $(BUILD) $(BUILD_ASAN)
+	rm -rf $(BUILD) $(BUILD_ASAN) $(BUILD_TSAN)

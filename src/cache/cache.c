@@ -154,8 +154,9 @@ static bool can_evict(void *arg, uint32_t slot)
 {
 	struct tc_cache *c = arg;
 	struct tc_line *l = &c->lines[slot];
-	uint8_t vol = __atomic_load_n(&l->vol, __ATOMIC_RELAXED);
-	uint32_t line_no = __atomic_load_n(&l->line_no, __ATOMIC_RELAXED);
+	struct tc_line peek = tc_line_peek(l);
+	uint8_t vol = peek.vol;
+	uint32_t line_no = peek.line_no;
 	if (!vol)
 		return true;   /* already free */
 	uint64_t key = tc_line_key(vol, line_no);
@@ -686,11 +687,11 @@ static void vol_count_lines(struct tc_cache *c, struct tc_volume *v)
 {
 	uint64_t dirty = 0, valid = 0;
 	for (uint32_t i = 0; i < c->nslots; i++) {
-		const struct tc_line *l = &c->lines[i];
-		if (l->vol != v->id)
+		struct tc_line l = tc_line_peek(&c->lines[i]);
+		if (l.vol != v->id)
 			continue;
-		dirty += tc_popcount16(l->dirty);
-		valid += tc_popcount16(l->valid);
+		dirty += tc_popcount16(l.dirty);
+		valid += tc_popcount16(l.valid);
 	}
 	atomic_store(&v->dirty_units, dirty);
 	atomic_store(&v->valid_units, valid);
@@ -702,9 +703,10 @@ static void drop_volume_lines(struct tc_cache *c, uint8_t id)
 {
 	for (uint32_t i = 0; i < c->nslots; i++) {
 		struct tc_line *l = &c->lines[i];
-		if (__atomic_load_n(&l->vol, __ATOMIC_RELAXED) != id)
+		struct tc_line peek = tc_line_peek(l);
+		if (peek.vol != id)
 			continue;
-		struct tc_stripe *s = tc_stripe_of(c, tc_line_key(id, l->line_no));
+		struct tc_stripe *s = tc_stripe_of(c, tc_line_key(id, peek.line_no));
 		pthread_mutex_lock(&s->lock);
 		if (l->vol == id && (l->valid || l->dirty))
 			tc_line_set_bits(c, i, 0, 0);
@@ -717,9 +719,10 @@ static void free_volume_slots(struct tc_cache *c, uint8_t id)
 {
 	for (uint32_t i = 0; i < c->nslots; i++) {
 		struct tc_line *l = &c->lines[i];
-		if (__atomic_load_n(&l->vol, __ATOMIC_RELAXED) != id)
+		struct tc_line peek = tc_line_peek(l);
+		if (peek.vol != id)
 			continue;
-		struct tc_stripe *s = tc_stripe_of(c, tc_line_key(id, l->line_no));
+		struct tc_stripe *s = tc_stripe_of(c, tc_line_key(id, peek.line_no));
 		pthread_mutex_lock(&s->lock);
 		bool mine = l->vol == id && !l->dirty &&
 			    !(tc_line_flags_load(l) & TC_LINE_DISK_DIRTY);
@@ -734,9 +737,11 @@ static void free_volume_slots(struct tc_cache *c, uint8_t id)
 static uint64_t count_dirty_of(struct tc_cache *c, uint8_t id)
 {
 	uint64_t n = 0;
-	for (uint32_t i = 0; i < c->nslots; i++)
-		if (c->lines[i].vol == id && c->lines[i].dirty)
+	for (uint32_t i = 0; i < c->nslots; i++) {
+		struct tc_line l = tc_line_peek(&c->lines[i]);
+		if (l.vol == id && l.dirty)
 			n++;
+	}
 	return n;
 }
 
@@ -878,7 +883,9 @@ int tc_cache_attach(tc_cache *c, tc_dev *dev, const struct tc_volume_settings *s
 	c->vols[v->id] = v;
 	pthread_mutex_unlock(&c->mgmt_lock);
 	pthread_mutex_unlock(&c->sb_lock);
-	if (settings && memcmp(settings, &v->set, sizeof(*settings))) {
+	struct tc_volume_settings now;
+	tc_volume_get(v, &now);
+	if (settings && memcmp(settings, &now, sizeof(*settings))) {
 		r = tc_volume_set(v, settings, NULL, NULL);
 		if (r) {
 			pthread_mutex_lock(&c->mgmt_lock);
@@ -911,17 +918,35 @@ tc_volume *tc_cache_find(tc_cache *c, const char *name)
 
 void tc_volume_get(tc_volume *v, struct tc_volume_settings *s)
 {
-	*s = v->set;
+	s->read_cache = TC_SET(v, read_cache);
+	s->write_policy = TC_SET(v, write_policy);
+	s->flush_rate = TC_SET(v, flush_rate);
+	s->admission = TC_SET(v, admission);
+	s->fill = TC_SET(v, fill);
+	s->nhit = TC_SET(v, nhit);
+	s->seq_cutoff = TC_SET(v, seq_cutoff);
+}
+
+void tc_settings_publish(struct tc_volume *v, const struct tc_volume_settings *s)
+{
+	__atomic_store_n(&v->set.read_cache, s->read_cache, __ATOMIC_RELAXED);
+	__atomic_store_n(&v->set.flush_rate, s->flush_rate, __ATOMIC_RELAXED);
+	__atomic_store_n(&v->set.admission, s->admission, __ATOMIC_RELAXED);
+	__atomic_store_n(&v->set.fill, s->fill, __ATOMIC_RELAXED);
+	__atomic_store_n(&v->set.nhit, s->nhit, __ATOMIC_RELAXED);
+	__atomic_store_n(&v->set.seq_cutoff, s->seq_cutoff, __ATOMIC_RELAXED);
+	/* Last, and with release: a request that sees the new policy sees the rest. */
+	__atomic_store_n(&v->set.write_policy, s->write_policy, __ATOMIC_RELEASE);
 }
 
 static int store_settings(struct tc_volume *v)
 {
 	struct tc_cache *c = v->cache;
 	pthread_mutex_lock(&c->sb_lock);
-	c->sb.vols[v->id - 1].settings = v->set;
+	tc_volume_get(v, &c->sb.vols[v->id - 1].settings);
 	int r = tc_cache_sb_write(c);
 	if (!r) {
-		v->bsb.settings = v->set;
+		v->bsb.settings = c->sb.vols[v->id - 1].settings;
 		r = tc_backing_sb_write(v);
 	}
 	pthread_mutex_unlock(&c->sb_lock);
@@ -937,7 +962,8 @@ int tc_volume_set(tc_volume *v, const struct tc_volume_settings *s, tc_progress_
 		tc_err(c->ctx, "volume \"%s\": %s", v->name, why);
 		return -EINVAL;
 	}
-	struct tc_volume_settings old = v->set;
+	struct tc_volume_settings old;
+	tc_volume_get(v, &old);
 	if (old.write_policy == TC_WP_WB && s->write_policy != TC_WP_WB) {
 		/* Leaving write-back: writes go write-through while the dirty data drains,
 		 * and keep doing so until the new policy is in place. */
@@ -947,10 +973,10 @@ int tc_volume_set(tc_volume *v, const struct tc_volume_settings *s, tc_progress_
 			atomic_fetch_sub(&v->draining, 1);
 			return r;
 		}
-		v->set = *s;
+		tc_settings_publish(v, s);
 		atomic_fetch_sub(&v->draining, 1);
 	} else {
-		v->set = *s;
+		tc_settings_publish(v, s);
 	}
 	int r = store_settings(v);
 	if (r) {

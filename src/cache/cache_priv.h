@@ -88,8 +88,9 @@ struct tc_volume {
 	uint64_t size;                   /* bytes */
 	struct tc_backing_sb bsb;
 	int bsb_latest;                  /* copy holding the newest backing superblock */
-	struct tc_volume_settings set;   /* read without lock on the I/O path (fields are
-					  * single bytes / words updated atomically enough) */
+	struct tc_volume_settings set;   /* the I/O path reads single fields with
+					  * TC_SET(); tc_volume_set() publishes field by
+					  * field (tc_settings_publish) */
 	_Atomic int draining;            /* >0: writes go write-through, cleaner flat out */
 	_Atomic int wb_inflight;         /* writes planned as write-back, not yet finished */
 	_Atomic uint64_t dirty_units;    /* 4 KiB units dirty */
@@ -100,7 +101,8 @@ struct tc_volume {
 	/* Cleaner state. */
 	uint64_t clean_cursor;           /* next line number in elevator order */
 	uint64_t tokens;                 /* writeback budget, bytes */
-	uint64_t rate_window_start, rate_window_bytes, rate_last;
+	uint64_t rate_window_start, rate_window_bytes;
+	_Atomic uint64_t rate_last;      /* bytes/s over the last full second */
 	/* Counters (atomic). */
 	_Atomic uint64_t st[32];
 };
@@ -171,12 +173,12 @@ struct tc_cache {
 	struct tc_meta meta;
 	struct tc_cleaner cleaner;
 	struct tc_timer tick;
-	bool closing;
+	_Atomic bool closing;
 	struct tc_volume *vols[TC_MAX_VOLUMES + 1];   /* online volumes by id */
 	_Atomic uint64_t dirty_lines, used_lines;
 	_Atomic uint64_t cache_errors;
 	_Atomic bool failed;             /* pass-through fallback for every volume */
-	bool pressure;                   /* dirty above high watermark until below low */
+	_Atomic bool pressure;           /* dirty above high watermark until below low */
 	_Atomic bool alloc_starved;      /* an allocation found nothing evictable */
 	_Atomic bool kick_queued;        /* kick_work is queued */
 	struct tc_work kick_work;        /* runs the cleaner now, off the I/O path */
@@ -185,6 +187,11 @@ struct tc_cache {
 	_Atomic int inflight_reqs;
 	struct tc_live live[TC_LIVE_SHARDS];  /* requests in flight (request.c) */
 };
+
+/* One settings field, read without a lock: a request sees each field either before or
+ * after a change, and acts on what it saw. */
+#define TC_SET(v, field) __atomic_load_n(&(v)->set.field, __ATOMIC_RELAXED)
+void tc_settings_publish(struct tc_volume *v, const struct tc_volume_settings *s);
 
 /* ---- map (cache.c) ---- */
 static inline uint32_t tc_hash_key(uint64_t key)

@@ -58,7 +58,7 @@ static uint64_t clean_rate(struct tc_cache *c, struct tc_volume *v, uint64_t now
 	uint64_t idle = now - atomic_load(&v->last_io_ns);
 	if (atomic_load(&v->inflight_reqs))
 		idle = 0;
-	switch (v->set.flush_rate) {
+	switch (TC_SET(v, flush_rate)) {
 	case TC_FLUSH_LOW:
 		return idle >= 1000000000ull ? 16 * MIB : 0;
 	case TC_FLUSH_MEDIUM:
@@ -225,7 +225,7 @@ static void batch_finish(struct tc_cache *c)
 	uint64_t now = tc_ctx_now(c->ctx);
 	if (now - v->rate_window_start >= 1000000000ull) {
 		uint64_t span = now - v->rate_window_start;
-		v->rate_last = span ? v->rate_window_bytes * 1000000000ull / span : 0;
+		atomic_store(&v->rate_last, span ? v->rate_window_bytes * 1000000000ull / span : 0);
 		v->rate_window_start = now;
 		v->rate_window_bytes = 0;
 	}
@@ -294,12 +294,12 @@ static uint32_t batch_collect(struct tc_cache *c, struct tc_volume *v, uint64_t 
 	uint32_t cnt = 0;
 	for (int pass = 0; pass < 2 && cnt < cl->scan_cap; pass++) {
 		for (uint32_t i = 0; i < c->nslots && cnt < cl->scan_cap; i++) {
-			const struct tc_line *l = &c->lines[i];
-			if (l->vol != v->id || !l->dirty)
+			struct tc_line l = tc_line_peek(&c->lines[i]);
+			if (l.vol != v->id || !l.dirty)
 				continue;
-			bool after = l->line_no >= v->clean_cursor;
+			bool after = l.line_no >= v->clean_cursor;
 			if (after == (pass == 0))
-				keys[cnt++] = ((uint64_t)l->line_no << 32) | i;
+				keys[cnt++] = ((uint64_t)l.line_no << 32) | i;
 		}
 		if (pass == 0 && cnt >= TC_CLEAN_BATCH)
 			break;
@@ -410,7 +410,9 @@ void tc_cleaner_tick(struct tc_cache *c, uint64_t now)
 		pthread_mutex_unlock(&c->meta.lock);
 		return;
 	}
+	pthread_mutex_lock(&c->meta.lock);
 	cl->vol = pick;
+	pthread_mutex_unlock(&c->meta.lock);
 	cl->n = n;
 	cl->err = 0;
 	cl->step = 0;

@@ -51,4 +51,16 @@ static inline void tc_line_flags_clear(struct tc_line *l, uint8_t bits)
 	__atomic_fetch_and(&l->flags, (uint8_t)~bits, __ATOMIC_RELAXED);
 }
 
+/*
+ * tc_line_peek - a copy of a line entry read without its stripe lock, for scans
+ * (cleaner, eviction candidates, management passes) that only pick candidates and
+ * check them again under the lock.  The copy may be torn; callers never act on it
+ * alone.  Not instrumented by ThreadSanitizer for that reason.
+ */
+__attribute__((noinline, unused, no_sanitize("thread")))
+static struct tc_line tc_line_peek(const struct tc_line *l)
+{
+	return *l;
+}
+
 #endif /* TC_LINE_H */

@@ -466,7 +466,7 @@ static uint8_t effective_route(struct tc_sub *s)
 	struct tc_volume *v = s->vol;
 	if (atomic_load(&s->c->failed))
 		return ROUTE_PT;
-	uint8_t wp = v->set.write_policy;
+	uint8_t wp = __atomic_load_n(&v->set.write_policy, __ATOMIC_ACQUIRE);
 	if (s->req->seq_bypass && wp != TC_WP_PT)
 		return ROUTE_PT;
 	switch (wp) {
@@ -505,14 +505,15 @@ static void plan_alloc(struct tc_sub *s)
 static bool admit_fill(struct tc_sub *s)
 {
 	struct tc_volume *v = s->vol;
-	if (!v->set.read_cache || v->set.write_policy == TC_WP_PT || atomic_load(&s->c->failed))
+	if (!TC_SET(v, read_cache) || TC_SET(v, write_policy) == TC_WP_PT ||
+	    atomic_load(&s->c->failed))
 		return false;
 	if (s->req->seq_bypass) {
 		tc_stat_add(v, ST_BYPASS_BYTES, s->len);
 		return false;
 	}
-	if (v->set.admission == TC_ADMIT_NHIT &&
-	    tc_admit_access(&s->c->admit, s->key) < v->set.nhit) {
+	if (TC_SET(v, admission) == TC_ADMIT_NHIT &&
+	    tc_admit_access(&s->c->admit, s->key) < TC_SET(v, nhit)) {
 		tc_stat_add(v, ST_BYPASS_ADMIT, 1);
 		return false;
 	}
@@ -542,7 +543,7 @@ static void plan_read(struct tc_sub *s)
 			plan_alloc(s);
 		if (s->slot != TC_SLOT_NONE) {
 			valid = c->lines[s->slot].valid;
-			uint16_t want = s->vol->set.fill == TC_FILL_LINE ?
+			uint16_t want = TC_SET(s->vol, fill) == TC_FILL_LINE ?
 				(uint16_t)c->unit_mask_all : s->touched;
 			s->fill = want & (uint16_t)~valid;
 		}
@@ -604,8 +605,11 @@ static void sub_locked(struct tc_sub *s)
 {
 	struct tc_cache *c = s->c;
 	if (!s->holding && !line_acquire(c, s)) {
+		/* Read before unlocking: once queued, another thread may resume, finish and
+		 * reset this sub-request at any time. */
+		bool oom = !s->inf;
 		pthread_mutex_unlock(&s->stripe->lock);
-		if (!s->inf)
+		if (oom)
 			req_part_done(s->req, -ENOMEM);
 		return;   /* queued; resumed by the holder */
 	}
@@ -1173,8 +1177,9 @@ void tc_volume_submit(struct tc_volume *v, struct tc_io *io)
 		tc_stat_add(v, ST_DISCARDS, 1);
 		break;
 	}
-	if ((io->op == TC_OP_READ || io->op == TC_OP_WRITE) && v->set.seq_cutoff &&
-	    tc_seq_check(&v->seq, io->offset, io->length, v->set.seq_cutoff)) {
+	uint64_t cutoff = TC_SET(v, seq_cutoff);
+	if ((io->op == TC_OP_READ || io->op == TC_OP_WRITE) && cutoff &&
+	    tc_seq_check(&v->seq, io->offset, io->length, cutoff)) {
 		r->seq_bypass = true;
 		tc_stat_add(v, ST_BYPASS_SEQ, 1);
 	}

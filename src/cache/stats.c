@@ -38,7 +38,7 @@ void tc_volume_stats(tc_volume *v, struct tc_volume_stats *st)
 	st->backing_errors = s[ST_BACKING_ERRORS];
 	st->dirty_bytes = atomic_load(&v->dirty_units) * TC_UNIT_SIZE;
 	st->cached_bytes = atomic_load(&v->valid_units) * TC_UNIT_SIZE;
-	st->writeback_rate = v->rate_last;
+	st->writeback_rate = atomic_load(&v->rate_last);
 	st->fallback_pt = atomic_load(&v->cache->failed);
 	st->draining = atomic_load(&v->draining) > 0;
 	tc_dev_stats(v->backing, &st->backing);
@@ -109,7 +109,7 @@ char *tc_volume_stats_json(tc_volume *v)
 		return NULL;
 	json_object_object_add(o, "name", json_object_new_string(v->name));
 	json_object_object_add(o, "write_policy",
-			       json_object_new_string(tc_write_policy_name(v->set.write_policy)));
+			       json_object_new_string(tc_write_policy_name(TC_SET(v, write_policy))));
 	add_u64(o, "reads", st.reads);
 	add_u64(o, "writes", st.writes);
 	add_u64(o, "flushes", st.flushes);
