@@ -390,6 +390,10 @@ static bool name_ok(const char *name)
 	size_t n = name ? strlen(name) : 0;
 	if (n == 0 || n >= TC_NAME_MAX)
 		return false;
+	/* Names become export names and command arguments: no "." or "..", no leading
+	 * dash that would read as an option. */
+	if (!strcmp(name, ".") || !strcmp(name, "..") || name[0] == '-')
+		return false;
 	for (size_t i = 0; i < n; i++) {
 		char ch = name[i];
 		if (!((ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') ||
@@ -403,8 +407,10 @@ int tc_backing_format(tc_ctx *ctx, tc_dev *dev, const char *name,
 		      const struct tc_volume_settings *settings)
 {
 	if (!name_ok(name)) {
-		tc_err(ctx, "backing %s: volume name \"%s\" must be 1-%d characters of "
-		       "[A-Za-z0-9._-]", dev->name, name ? name : "", TC_NAME_MAX - 1);
+		tc_err(ctx, "backing %s: volume name %s%s%s must be 1-%d characters of "
+		       "[A-Za-z0-9._-], not \".\", \"..\" or starting with '-'", dev->name,
+		       name ? "\"" : "", name ? name : "(null)", name ? "\"" : "",
+		       TC_NAME_MAX - 1);
 		return -EINVAL;
 	}
 	if (dev->size < TC_BACKING_DATA_OFFSET + 4096) {

@@ -1098,29 +1098,69 @@ static void refuse(struct tc_volume *v, struct tc_io *io, int err)
 	io->done(io, err);
 }
 
+static const char *const op_names[] = { "read", "write", "flush", "discard",
+					"write-zeroes" };
+
+/* The checks every request passes before it touches anything: 0 or -EINVAL, logged. */
+static int check_request(struct tc_volume *v, const struct tc_io *io)
+{
+	tc_ctx *ctx = v->cache->ctx;
+	if (io->op > TC_OP_WRITE_ZEROES) {
+		tc_err(ctx, "volume \"%s\": unknown request type %u", v->name, io->op);
+		return -EINVAL;
+	}
+	const char *op = op_names[io->op];
+	if (io->flags & ~TC_IO_FUA ||
+	    ((io->flags & TC_IO_FUA) && io->op != TC_OP_WRITE && io->op != TC_OP_WRITE_ZEROES)) {
+		tc_err(ctx, "volume \"%s\": %s with flags 0x%x (only write and write-zeroes "
+		       "take FUA, 0x%x)", v->name, op, io->flags, TC_IO_FUA);
+		return -EINVAL;
+	}
+	if (io->op == TC_OP_FLUSH)
+		return 0;
+	if (io->length == 0) {
+		tc_err(ctx, "volume \"%s\": %s of length 0 at offset %llu", v->name, op,
+		       (unsigned long long)io->offset);
+		return -EINVAL;
+	}
+	if ((io->offset | io->length) % TC_SECTOR_SIZE) {
+		tc_err(ctx, "volume \"%s\": %s offset %llu length %llu not aligned to %u bytes",
+		       v->name, op, (unsigned long long)io->offset,
+		       (unsigned long long)io->length, TC_SECTOR_SIZE);
+		return -EINVAL;
+	}
+	if (io->offset > v->size || io->length > v->size - io->offset) {
+		tc_err(ctx, "volume \"%s\": offset %llu + length %llu beyond size %llu",
+		       v->name, (unsigned long long)io->offset,
+		       (unsigned long long)io->length, (unsigned long long)v->size);
+		return -EINVAL;
+	}
+	if (io->op == TC_OP_READ || io->op == TC_OP_WRITE) {
+		uint64_t total = 0;
+		bool bad = !io->iov || io->iovcnt <= 0;
+		for (int i = 0; !bad && i < io->iovcnt; i++) {
+			if (!io->iov[i].iov_base && io->iov[i].iov_len)
+				bad = true;
+			total += io->iov[i].iov_len;
+		}
+		if (bad || total != io->length) {
+			tc_err(ctx, "volume \"%s\": %s of length %llu with %d iovecs at %p "
+			       "holding %llu bytes", v->name, op, (unsigned long long)io->length,
+			       io->iovcnt, (const void *)io->iov,
+			       bad ? 0ull : (unsigned long long)total);
+			return -EINVAL;
+		}
+	}
+	return 0;
+}
+
 void tc_volume_submit(struct tc_volume *v, struct tc_io *io)
 {
 	struct tc_cache *c = v->cache;
-	if (io->op > TC_OP_WRITE_ZEROES) {
-		tc_err(c->ctx, "volume \"%s\": unknown request type %u", v->name, io->op);
-		refuse(v, io, -EINVAL);
+	int bad = check_request(v, io);
+	if (bad) {
+		refuse(v, io, bad);
 		return;
-	}
-	if (io->op != TC_OP_FLUSH) {
-		if ((io->offset | io->length) % TC_SECTOR_SIZE || io->length == 0) {
-			tc_err(c->ctx, "volume \"%s\": request offset %llu length %llu not aligned "
-			       "to %u bytes", v->name, (unsigned long long)io->offset,
-			       (unsigned long long)io->length, TC_SECTOR_SIZE);
-			refuse(v, io, -EINVAL);
-			return;
-		}
-		if (io->offset > v->size || io->length > v->size - io->offset) {
-			tc_err(c->ctx, "volume \"%s\": offset %llu + length %llu beyond size %llu",
-			       v->name, (unsigned long long)io->offset,
-			       (unsigned long long)io->length, (unsigned long long)v->size);
-			refuse(v, io, -EINVAL);
-			return;
-		}
 	}
 	/* The request and its sub-requests (one per cache line) in one allocation; of a
 	 * sub-request only the part before its I/O scratch arrays needs zeroing. */

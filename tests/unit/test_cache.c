@@ -487,6 +487,18 @@ static void test_stale_backing(void **state)
 	env_down(e);
 }
 
+struct sync_result {
+	bool done;
+	int result;
+};
+
+static void sync_result_done(struct tc_io *io, int result)
+{
+	struct sync_result *r = io->private_data;
+	r->result = result;
+	r->done = true;
+}
+
 static void test_foreign_and_unformatted(void **state)
 {
 	struct env *e = *state;
@@ -521,6 +533,29 @@ static void test_foreign_and_unformatted(void **state)
 	assert_int_equal(tc_volume_pread(e->v, buf, 4096, tc_volume_size(e->v)), -EINVAL);
 	assert_int_equal(tc_volume_pread(e->v, buf, 100, 0), -EINVAL);
 	assert_int_equal(tc_volume_pread(e->v, buf, 512, 100), -EINVAL);
+	assert_int_equal(tc_volume_pread(e->v, buf, 0, 0), -EINVAL);
+	assert_int_equal(tc_volume_io(e->v, TC_OP_READ, TC_IO_FUA, buf, 512, 0), -EINVAL);
+	assert_int_equal(tc_volume_io(e->v, TC_OP_WRITE, 0x80, buf, 512, 0), -EINVAL);
+	/* iovecs that do not hold the length: refused, and nothing written. */
+	wr(e, 0, 4096, 7, 0);
+	struct iovec half = { buf, 2048 };
+	struct tc_io bad[3] = {
+		{ .op = TC_OP_WRITE, .length = 4096, .iov = NULL, .iovcnt = 0 },
+		{ .op = TC_OP_WRITE, .length = 4096, .iov = &half, .iovcnt = 1 },
+		{ .op = TC_OP_WRITE, .length = 4096, .iov = &half, .iovcnt = -1 },
+	};
+	for (int i = 0; i < 3; i++) {
+		struct sync_result res = { false, 0 };
+		bad[i].done = sync_result_done;
+		bad[i].private_data = &res;
+		tc_volume_submit(e->v, &bad[i]);
+		assert_true(res.done);          /* refused at once */
+		assert_int_equal(res.result, -EINVAL);
+	}
+	expect(e, 0, 4096, 7);
+	assert_int_equal(tc_backing_format(e->ctx, e->bd, "..", NULL), -EINVAL);
+	assert_int_equal(tc_backing_format(e->ctx, e->bd, "-rf", NULL), -EINVAL);
+	assert_int_equal(tc_backing_format(e->ctx, e->bd, NULL, NULL), -EINVAL);
 	env_down(e);
 }
 
