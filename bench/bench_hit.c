@@ -1071,24 +1071,7 @@ static void usage(FILE *f)
 
 static int parse_size(const char *s, uint64_t *out)
 {
-	char *end;
-	errno = 0;
-	unsigned long long v = strtoull(s, &end, 10);
-
-	if (errno || end == s)
-		return -1;
-	switch (*end) {
-	case 'k': case 'K': v *= KIB; end++; break;
-	case 'm': case 'M': v *= MIB; end++; break;
-	case 'g': case 'G': v *= GIB; end++; break;
-	default: break;
-	}
-	if (*end == 'i' && end[1] == 'B')
-		end += 2;
-	if (*end)
-		return -1;
-	*out = v;
-	return 0;
+	return tc_size_parse(s, out) ? -1 : 0;
 }
 
 static void bad_usage(const char *fmt, const char *arg)

@@ -447,6 +447,14 @@ int tc_flush_rate_parse(const char *s);
 const char *tc_replacement_name(unsigned r);
 int tc_replacement_parse(const char *s);
 
+/*
+ * tc_size_parse - a size in bytes from "4096", "64K", "1M", "2GiB", "1T" (suffixes K, M,
+ * G, T in powers of 1024, optionally followed by "iB" or "B"; case-insensitive).
+ * Returns 0 and *@out, or -EINVAL (not a size: empty, sign, junk) or -ERANGE (over
+ * 2^64 - 1).
+ */
+int tc_size_parse(const char *s, uint64_t *out);
+
 #ifdef __cplusplus
 }
 #endif

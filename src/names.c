@@ -10,6 +10,7 @@
  * All functions are pure (read-only tables) and thread-safe.
  */
 #include <errno.h>
+#include <stdlib.h>
 #include <string.h>
 #include "tiercache.h"
 #include "policy.h"
@@ -95,4 +96,33 @@ int tc_replacement_parse(const char *s)
 const struct tc_repl_ops *tc_repl_ops_get(unsigned id)
 {
 	return id < ARRAY_SIZE(replacements) ? replacements[id].ops : NULL;
+}
+
+int tc_size_parse(const char *s, uint64_t *out)
+{
+	if (!s || !*s || *s < '0' || *s > '9')
+		return -EINVAL;
+	char *end;
+	errno = 0;
+	unsigned long long v = strtoull(s, &end, 10);
+	if (errno == ERANGE)
+		return -ERANGE;
+	unsigned shift = 0;
+	switch (*end) {
+	case 'k': case 'K': shift = 10; end++; break;
+	case 'm': case 'M': shift = 20; end++; break;
+	case 'g': case 'G': shift = 30; end++; break;
+	case 't': case 'T': shift = 40; end++; break;
+	default: break;
+	}
+	if (shift && (end[0] == 'i' || end[0] == 'I') && (end[1] == 'b' || end[1] == 'B'))
+		end += 2;
+	else if (shift && (end[0] == 'b' || end[0] == 'B'))
+		end++;
+	if (*end)
+		return -EINVAL;
+	if (shift && v > (UINT64_MAX >> shift))
+		return -ERANGE;
+	*out = (uint64_t)v << shift;
+	return 0;
 }

@@ -63,6 +63,28 @@ static void test_replacement(void **state)
 }
 
 /* Each replacement id maps to the ops table carrying the same name. */
+static void test_size_parse(void **state)
+{
+	static const struct { const char *s; int ret; uint64_t v; } cases[] = {
+		{ "0", 0, 0 }, { "4096", 0, 4096 }, { "64K", 0, 65536 }, { "64k", 0, 65536 },
+		{ "1M", 0, 1ull << 20 }, { "2GiB", 0, 2ull << 30 }, { "3gb", 0, 3ull << 30 },
+		{ "1T", 0, 1ull << 40 }, { "16777215T", 0, 16777215ull << 40 },
+		{ "16777216T", -ERANGE, 0 }, { "18446744073709551616", -ERANGE, 0 },
+		{ "", -EINVAL, 0 }, { "-1", -EINVAL, 0 }, { "+1", -EINVAL, 0 },
+		{ "K", -EINVAL, 0 }, { "1X", -EINVAL, 0 }, { "1 K", -EINVAL, 0 },
+		{ "1KiBx", -EINVAL, 0 }, { "12iB", -EINVAL, 0 },
+	};
+	(void)state;
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		uint64_t v = 12345;
+		int r = tc_size_parse(cases[i].s, &v);
+		if (r != cases[i].ret)
+			fail_msg("\"%s\": returned %d, expected %d", cases[i].s, r, cases[i].ret);
+		assert_int_equal(v, cases[i].ret ? 12345 : cases[i].v);
+	}
+	assert_int_equal(tc_size_parse(NULL, &(uint64_t){0}), -EINVAL);
+}
+
 static void test_repl_ops_get(void **state)
 {
 	assert_ptr_equal(tc_repl_ops_get(TC_REPL_LRU), &tc_repl_lru);
@@ -91,6 +113,7 @@ int main(void)
 		cmocka_unit_test(test_flush_rate),
 		cmocka_unit_test(test_replacement),
 		cmocka_unit_test(test_repl_ops_get),
+		cmocka_unit_test(test_size_parse),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
