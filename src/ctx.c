@@ -50,6 +50,8 @@ struct tc_ctx {
 	struct tc_work *work_head, *work_tail;
 	unsigned work_count;
 	struct tc_timer *timers;        /* armed timers, sorted by deadline */
+	struct tc_timer *running_timer; /* threaded: the timer whose callback runs now */
+	struct tc_timer *cancelling;    /* a tc_ctx_timer_cancel() waits for this one */
 
 	pthread_t worker;
 	bool worker_started;
@@ -184,9 +186,14 @@ static bool worker_run_one(tc_ctx *ctx)
 	struct tc_work *w;
 
 	if (t) {
+		ctx->running_timer = t;
 		pthread_mutex_unlock(&ctx->lock);
 		t->fn(t);
 		pthread_mutex_lock(&ctx->lock);
+		ctx->running_timer = NULL;
+		if (ctx->cancelling == t && t->armed)
+			timer_unlink(ctx, t);                /* re-armed meanwhile: cancelled */
+		pthread_cond_broadcast(&ctx->wait_cond);   /* a cancel may wait for it */
 		return true;
 	}
 	w = work_pop_head(ctx);
@@ -382,6 +389,17 @@ void tc_ctx_timer_cancel(tc_ctx *ctx, struct tc_timer *t)
 	pthread_mutex_lock(&ctx->lock);
 	if (t->armed)
 		timer_unlink(ctx, t);
+	/* Like del_timer_sync(): a callback running on the worker finishes first (and may
+	 * re-arm, hence the loop), so the owner can free the timer afterwards.  Not from
+	 * the timer's own callback. */
+	if (ctx->running_timer == t && !pthread_equal(pthread_self(), ctx->worker)) {
+		ctx->cancelling = t;
+		while (ctx->running_timer == t)
+			pthread_cond_wait(&ctx->wait_cond, &ctx->lock);
+		ctx->cancelling = NULL;
+		if (t->armed)
+			timer_unlink(ctx, t);
+	}
 	pthread_mutex_unlock(&ctx->lock);
 }
 

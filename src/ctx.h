@@ -44,8 +44,9 @@ void tc_ctx_defer(tc_ctx *ctx, struct tc_work *w);
 /* tc_ctx_timer_arm - (re)arm @t to fire at @when ns; thread-safe.  Arming an armed timer
  * moves it. */
 void tc_ctx_timer_arm(tc_ctx *ctx, struct tc_timer *t, uint64_t when);
-/* tc_ctx_timer_cancel - disarm; the callback will not run afterwards unless it is
- * already running on another thread. */
+/* tc_ctx_timer_cancel - disarm; if the callback is running on the worker thread, wait
+ * for it to return (and disarm again if it re-armed), so the timer may be freed after
+ * this call.  Must not be called from that timer's own callback. */
 void tc_ctx_timer_cancel(tc_ctx *ctx, struct tc_timer *t);
 
 bool tc_ctx_deterministic(tc_ctx *ctx);

@@ -423,8 +423,9 @@ void tc_cleaner_tick(struct tc_cache *c, uint64_t now)
 static void kick_work_fn(struct tc_work *w)
 {
 	struct tc_cache *c = (struct tc_cache *)((char *)w - offsetof(struct tc_cache, kick_work));
-	atomic_store(&c->kick_queued, false);
 	tc_cleaner_tick(c, tc_ctx_now(c->ctx));
+	/* Cleared last: close waits for it, so the cache outlives this call. */
+	atomic_store(&c->kick_queued, false);
 }
 
 void tc_cleaner_kick(struct tc_cache *c)

@@ -452,6 +452,47 @@ static void test_log_sink_and_level(void **state)
 	tc_ctx_free(ctx);
 }
 
+/* A timer whose callback takes a while and re-arms itself. */
+struct slow_timer {
+	struct tc_timer t;
+	tc_ctx *ctx;
+	volatile int started, finished;
+};
+
+static void slow_timer_fn(struct tc_timer *t)
+{
+	struct slow_timer *st = (struct slow_timer *)t;
+	__atomic_store_n(&st->started, 1, __ATOMIC_SEQ_CST);
+	struct timespec ts = { 0, 100 * 1000 * 1000 };
+	nanosleep(&ts, NULL);
+	tc_ctx_timer_arm(st->ctx, t, tc_ctx_now(st->ctx));   /* would fire again at once */
+	__atomic_store_n(&st->finished, 1, __ATOMIC_SEQ_CST);
+}
+
+/* Cancel waits for a running callback and undoes its re-arm: the owner may then free
+ * the timer (as tc_cache_close() does with the cache's tick). */
+static void test_threaded_cancel_waits_for_callback(void **state)
+{
+	(void)state;
+	struct tc_ctx_opts o = { .mode = TC_CTX_THREADED };
+	tc_ctx *ctx;
+	assert_int_equal(tc_ctx_new(&o, &ctx), 0);
+	struct slow_timer st = { .t = { .fn = slow_timer_fn }, .ctx = ctx };
+	tc_ctx_timer_arm(ctx, &st.t, tc_ctx_now(ctx));
+	while (!__atomic_load_n(&st.started, __ATOMIC_SEQ_CST)) {
+		struct timespec ts = { 0, 1000 * 1000 };
+		nanosleep(&ts, NULL);
+	}
+	tc_ctx_timer_cancel(ctx, &st.t);
+	assert_int_equal(__atomic_load_n(&st.finished, __ATOMIC_SEQ_CST), 1);
+	assert_false(st.t.armed);
+	st.started = 0;
+	struct timespec ts = { 0, 50 * 1000 * 1000 };
+	nanosleep(&ts, NULL);
+	assert_int_equal(st.started, 0);   /* the re-arm was undone: it never ran again */
+	tc_ctx_free(ctx);
+}
+
 int main(void)
 {
 	const struct CMUnitTest det[] = {
@@ -470,6 +511,7 @@ int main(void)
 		cmocka_unit_test(test_threaded_wake_from_other_thread),
 		cmocka_unit_test(test_threaded_wait_on_worker),
 		cmocka_unit_test(test_threaded_rand_varies),
+		cmocka_unit_test(test_threaded_cancel_waits_for_callback),
 	};
 	int failed = 0;
 
