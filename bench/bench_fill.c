@@ -25,11 +25,10 @@
 #include <unistd.h>
 
 #include "tiercache.h"
+#define BENCH_NAME "tc-bench-fill"
+#include "bench_common.h"
 #include "cache_priv.h"   /* valid_bytes(): the map, for the byte hit ratio */
 
-#define KIB ((uint64_t)1024)
-#define MIB ((uint64_t)1024 * 1024)
-#define GIB ((uint64_t)1024 * 1024 * 1024)
 #define TICK_NS 10000000ull        /* the engine's timer period (TC_TICK_NS) */
 #define MAX_TRACES 8
 #define MAX_RUNS 64
@@ -127,18 +126,7 @@ static struct trace g_traces[MAX_TRACES];
 static struct run g_runs[MAX_RUNS];
 static int g_nruns;
 
-static void die(const char *what, int err)
-{
-	fprintf(stderr, "tc-bench-fill: %s: %s\n", what, strerror(err < 0 ? -err : err));
-	exit(1);
-}
 
-#define CHECK(expr, what)                                                                 \
-	do {                                                                              \
-		int rc_ = (expr);                                                         \
-		if (rc_ < 0)                                                              \
-			die(what, rc_);                                                   \
-	} while (0)
 
 static void *xmalloc(size_t n)
 {
@@ -149,13 +137,6 @@ static void *xmalloc(size_t n)
 	return p;
 }
 
-static uint64_t now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
 
 static uint64_t next_pow2(uint64_t v)
 {
@@ -407,11 +388,6 @@ static void load_trace(struct trace *t)
  * One replay.
  */
 
-static void log_sink(void *opaque, enum tc_log_level level, const char *msg)
-{
-	(void)opaque;
-	fprintf(stderr, "tiercache: %s: %s\n", level == TC_LOG_ERROR ? "ERROR" : "WARN", msg);
-}
 
 /* Bytes of [off, off + len) held by valid units of the volume's lines right now. */
 static uint64_t valid_bytes(tc_volume *v, uint64_t off, uint64_t len)
@@ -911,18 +887,7 @@ static void usage(FILE *f)
 		TC_SOURCE_ROOT, MAX_TRACES);
 }
 
-static void bad_usage(const char *fmt, const char *arg)
-{
-	fprintf(stderr, "tc-bench-fill: ");
-	fprintf(stderr, fmt, arg);
-	fprintf(stderr, "\nTry 'tc-bench-fill --help'.\n");
-	exit(2);
-}
 
-static int parse_size(const char *s, uint64_t *out)
-{
-	return tc_size_parse(s, out) ? -1 : 0;
-}
 
 static int parse_u64(const char *s, uint64_t *out)
 {
@@ -976,7 +941,7 @@ static void parse_line_sizes(const char *arg)
 	for (char *t = strtok_r(buf, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
 		uint64_t v;
 
-		if (parse_size(t, &v) || v < 4 * KIB || v > 64 * KIB || (v & (v - 1)))
+		if (tc_size_parse(t, &v) || v < 4 * KIB || v > 64 * KIB || (v & (v - 1)))
 			bad_usage("--line-size: '%s' is not a power of two in 4K..64K", t);
 		if (g_opt.nline_sizes == 4)
 			bad_usage("--line-size: '%s': at most four sizes", arg);
@@ -1100,7 +1065,7 @@ static void parse_args(int argc, char **argv)
 			o->nhit = (uint32_t)v;
 			break;
 		case O_SEQ:
-			if (parse_size(optarg, &o->seq_cutoff))
+			if (tc_size_parse(optarg, &o->seq_cutoff))
 				bad_usage("--seq-cutoff: '%s' is not a byte count", optarg);
 			break;
 		case O_REPL:
@@ -1116,7 +1081,7 @@ static void parse_args(int argc, char **argv)
 			o->flush_rate = r;
 			break;
 		case O_CAP:
-			if (parse_size(optarg, &o->volume_cap) || o->volume_cap < MIB ||
+			if (tc_size_parse(optarg, &o->volume_cap) || o->volume_cap < MIB ||
 			    o->volume_cap > 16 * GIB || (o->volume_cap & (o->volume_cap - 1)))
 				bad_usage("--volume-cap: '%s' is not a power of two in 1M..16G", optarg);
 			break;

@@ -28,11 +28,10 @@
 #include <unistd.h>
 
 #include "tiercache.h"
+#define BENCH_NAME "tc-bench-hit"
+#include "bench_common.h"
 #include "format.h"     /* tc_fmt_cache_geometry(): where the cache's data area starts */
 
-#define KIB ((uint64_t)1024)
-#define MIB ((uint64_t)1024 * 1024)
-#define GIB ((uint64_t)1024 * 1024 * 1024)
 #define BS 4096u                /* request size of every measured I/O */
 #define QD 32u                  /* queue depth of every measured run */
 #define MAX_ROUNDS 100
@@ -115,26 +114,8 @@ static void forget_file(const char *path)
 	unlink(path);
 }
 
-static void die(const char *what, int err)
-{
-	fprintf(stderr, "tc-bench-hit: %s: %s\n", what, strerror(err < 0 ? -err : err));
-	exit(1);
-}
 
-#define CHECK(expr, what)                                                                 \
-	do {                                                                              \
-		int rc_ = (expr);                                                         \
-		if (rc_ < 0)                                                              \
-			die(what, rc_);                                                   \
-	} while (0)
 
-static uint64_t now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
 
 static void sleep_ns(uint64_t ns)
 {
@@ -185,11 +166,6 @@ static double median(const double *v, int n)
 	return n % 2 ? t[n / 2] : (t[n / 2 - 1] + t[n / 2]) / 2;
 }
 
-static void log_sink(void *opaque, enum tc_log_level level, const char *msg)
-{
-	(void)opaque;
-	fprintf(stderr, "tiercache: %s: %s\n", level == TC_LOG_ERROR ? "ERROR" : "WARN", msg);
-}
 
 static tc_ctx *new_ctx_mode(enum tc_ctx_mode mode)
 {
@@ -1069,18 +1045,7 @@ static void usage(FILE *f)
 		MAX_ROUNDS);
 }
 
-static int parse_size(const char *s, uint64_t *out)
-{
-	return tc_size_parse(s, out) ? -1 : 0;
-}
 
-static void bad_usage(const char *fmt, const char *arg)
-{
-	fprintf(stderr, "tc-bench-hit: ");
-	fprintf(stderr, fmt, arg);
-	fprintf(stderr, "\nTry 'tc-bench-hit --help'.\n");
-	exit(2);
-}
 
 static void parse_phases(const char *s)
 {
@@ -1160,7 +1125,7 @@ static void parse_opts(int argc, char **argv)
 			g_opt.dir = optarg;
 			break;
 		case O_LINE:
-			if (parse_size(optarg, &v) || v < 4096 || v > 65536 || (v & (v - 1)))
+			if (tc_size_parse(optarg, &v) || v < 4096 || v > 65536 || (v & (v - 1)))
 				bad_usage("--line-size: '%s' is not a power of two in 4K..64K", optarg);
 			g_opt.line_size = (uint32_t)v;
 			break;
@@ -1170,13 +1135,13 @@ static void parse_opts(int argc, char **argv)
 				bad_usage("--replacement: '%s' is neither lru nor s3fifo", optarg);
 			break;
 		case O_CSIZE:
-			if (parse_size(optarg, &v) || v < 16 * MIB || v % 4096)
+			if (tc_size_parse(optarg, &v) || v < 16 * MIB || v % 4096)
 				bad_usage("--cache-size: '%s' is not a multiple of 4K of at least 16M",
 					  optarg);
 			g_opt.cache_size = v;
 			break;
 		case O_RSIZE:
-			if (parse_size(optarg, &v) || v < 16 * MIB || v % 4096)
+			if (tc_size_parse(optarg, &v) || v < 16 * MIB || v % 4096)
 				bad_usage("--recovery-size: '%s' is not a multiple of 4K of at least "
 					  "16M", optarg);
 			g_opt.recovery_size = v;

@@ -136,7 +136,6 @@ struct tc_cleaner {
 	struct tc_work work;
 	uint64_t *scan;                  /* scratch: line_no << 32 | slot of dirty lines */
 	uint32_t scan_cap;
-	_Atomic uint64_t batches_done;
 };
 
 #define TC_LIVE_SHARDS 16
@@ -244,13 +243,11 @@ void tc_meta_kick(struct tc_cache *c);
 void tc_meta_tick(struct tc_cache *c, uint64_t now);
 /* Synchronous commit (management paths). */
 int tc_meta_commit_sync(struct tc_cache *c);
-/* Write every block (format) or load all blocks (open) - synchronous. */
-int tc_meta_format(struct tc_cache *c);
+/* Load all blocks (open), recovering after a crash - synchronous. */
 int tc_meta_load(struct tc_cache *c, bool trust_clean);
 /* Superblocks - synchronous. */
 int tc_cache_sb_write(struct tc_cache *c);
 int tc_backing_sb_write(struct tc_volume *v);
-bool tc_meta_idle(struct tc_cache *c);
 
 /* ---- requests (request.c) ---- */
 void tc_cache_error(struct tc_cache *c, struct tc_volume *v, const char *what, int err);

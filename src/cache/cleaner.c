@@ -234,7 +234,6 @@ static void batch_finish(struct tc_cache *c)
 	cl->busy = false;
 	cl->vol = NULL;
 	pthread_mutex_unlock(&c->meta.lock);
-	atomic_fetch_add(&cl->batches_done, 1);
 	tc_ctx_wake(c->ctx);
 }
 

@@ -354,13 +354,6 @@ void tc_meta_tick(struct tc_cache *c, uint64_t now)
 	pthread_mutex_unlock(&m->lock);
 }
 
-bool tc_meta_idle(struct tc_cache *c)
-{
-	pthread_mutex_lock(&c->meta.lock);
-	bool idle = !c->meta.running;
-	pthread_mutex_unlock(&c->meta.lock);
-	return idle;
-}
 
 struct sync_commit {
 	struct tc_commit_waiter w;

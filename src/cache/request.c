@@ -61,7 +61,7 @@ struct tc_sub {
 	uint64_t data_off;         /* bytes into the request's data */
 	uint8_t kind;
 	bool fua, zeroes;
-	bool want_excl, excl, holding, slot_new;
+	bool want_excl, excl, holding;
 	uint8_t route;
 	struct tc_inflight *inf;
 	struct tc_stripe *stripe;
@@ -498,7 +498,6 @@ static void plan_alloc(struct tc_sub *s)
 		return;
 	tc_map_insert(c, slot);
 	s->slot = slot;
-	s->slot_new = true;
 	tc_stat_add(s->vol, ST_PROMOTIONS, 1);
 }
 
@@ -614,7 +613,6 @@ static void sub_locked(struct tc_sub *s)
 		return;   /* queued; resumed by the holder */
 	}
 	s->slot = tc_map_lookup(c, s->key);
-	s->slot_new = false;
 	switch (s->kind) {
 	case SUB_READ:
 		plan_read(s);
