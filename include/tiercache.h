@@ -99,6 +99,11 @@ int tc_ctx_poll(tc_ctx *ctx, unsigned max);
 /* tc_ctx_pending - deterministic mode: number of queued work items. */
 unsigned tc_ctx_pending(tc_ctx *ctx);
 
+/* tc_ctx_next_deadline - the earliest armed timer's deadline in ns (either mode), or
+ * UINT64_MAX when no timer is armed.  A virtual-clock driver advances to
+ * min(next event of its own, this) when tc_ctx_pending() is 0. */
+uint64_t tc_ctx_next_deadline(tc_ctx *ctx);
+
 /* ------------------------------------------------------------------------------------
  * Requests and devices
  */
@@ -164,6 +169,36 @@ struct tc_dev_stats {
 int tc_dev_open_file(tc_ctx *ctx, const char *path, unsigned flags, uint64_t size,
 		     tc_dev **out);
 
+#define TC_DEV_EXCLUSIVE 0x8u /* take flock(LOCK_EX|LOCK_NB) on the file: -EBUSY when another
+                               * open file description holds it (a server or another tool) */
+
+/*
+ * tc_dev_open_spec - open a device named the way the command line names it:
+ *   "PATH"               a file or block device (tc_dev_open_file);
+ *   "crash:PATH"         a crash-test device over the file PATH (tc_dev_new_crash, @seed);
+ *   "emu:PROFILE:PATH"   an emulated HDD or SSD over the file PATH (tc_dev_new_emu).
+ * @flags: TC_DEV_*, passed on.  Errors: those of the backend, -EINVAL for an unknown
+ * prefix or a spec without a path (the message names the spec).
+ */
+int tc_dev_open_spec(tc_ctx *ctx, const char *spec, unsigned flags, uint64_t size,
+		     uint64_t seed, tc_dev **out);
+
+/*
+ * tc_dev_new_emu - an emulated device: the data lives in the file @path, and every
+ * request takes the service time of the modelled device @profile (an HDD with seek,
+ * rotation and transfer, or an SSD with latency, parallelism and a bandwidth cap).
+ * @profile: a profile name ("hdd", "sata-ssd", "nvme-ssd": files in the profile
+ * folder, see profiles/README.md) or a path to a profile file.
+ * Clock: in a threaded context requests complete after their modelled time (the
+ * device sleeps); in a deterministic context a request completes when the virtual
+ * clock reaches its modelled completion time (tc_ctx_next_deadline() tells the caller
+ * how far to advance).
+ * @flags/@size: as tc_dev_open_file.  Errors: -ENOENT (profile or file), -EINVAL (a bad
+ * profile: the message names the file, line and key), -errno.
+ */
+int tc_dev_new_emu(tc_ctx *ctx, const char *profile, const char *path, unsigned flags,
+		   uint64_t size, tc_dev **out);
+
 /* tc_dev_new_memory - a zero-filled RAM device of @size bytes (multiple of 4096). */
 int tc_dev_new_memory(tc_ctx *ctx, uint64_t size, tc_dev **out);
 
@@ -214,6 +249,9 @@ void tc_dev_close(tc_dev *dev);
 int tc_dev_pread(tc_dev *dev, void *buf, uint64_t len, uint64_t off);
 int tc_dev_pwrite(tc_dev *dev, const void *buf, uint64_t len, uint64_t off, unsigned flags);
 int tc_dev_flush(tc_dev *dev);
+/* tc_dev_io - any request synchronously: @buf for READ/WRITE only (NULL otherwise). */
+int tc_dev_io(tc_dev *dev, enum tc_op op, unsigned flags, void *buf, uint64_t len,
+	      uint64_t off);
 
 /* ------------------------------------------------------------------------------------
  * Settings
@@ -293,6 +331,13 @@ int tc_cache_format(tc_ctx *ctx, tc_dev *dev, const struct tc_cache_opts *opts);
 #define TC_BACKING_DATA_OFFSET (1u << 20)
 int tc_backing_format(tc_ctx *ctx, tc_dev *dev, const char *name,
 		      const struct tc_volume_settings *settings);
+
+/* tc_backing_format_striped - tc_backing_format() for the array behind with full
+ * stripes of @stripe_size bytes (0, or a power of two from 4 KiB to TC_STRIPE_MAX),
+ * recorded in the backing superblock for stripe-aware writeback.  -EINVAL otherwise. */
+#define TC_STRIPE_MAX (16u << 20)
+int tc_backing_format_striped(tc_ctx *ctx, tc_dev *dev, const char *name,
+			      const struct tc_volume_settings *settings, uint32_t stripe_size);
 
 /* ------------------------------------------------------------------------------------
  * Cache and volumes
@@ -391,6 +436,176 @@ int tc_volume_io(tc_volume *vol, enum tc_op op, unsigned flags, void *buf, uint6
 
 uint64_t tc_volume_size(tc_volume *vol);  /* bytes */
 const char *tc_volume_name(tc_volume *vol);
+
+/* ------------------------------------------------------------------------------------
+ * Inspection (read-only: nothing is written to the devices)
+ */
+
+enum tc_probe_kind {
+	TC_PROBE_EMPTY = 0,   /* zeros where superblocks would be: nothing recognised */
+	TC_PROBE_CACHE = 1,   /* a tiercache cache superblock (at least one valid copy) */
+	TC_PROBE_BACKING = 2, /* a tiercache backing superblock */
+	TC_PROBE_FOREIGN = 3, /* another format's signature: a file system, LVM, md, ... */
+	TC_PROBE_UNKNOWN = 4, /* data that is none of the above (damaged superblock too) */
+};
+
+/* What a device holds, as tc_dev_probe() and tc_cache_inspect() read it. */
+struct tc_probe {
+	enum tc_probe_kind kind;
+	char what[64];            /* FOREIGN: "ext4 file system", ...; UNKNOWN: why */
+	char uuid[37];            /* CACHE / BACKING: the device's uuid */
+	/* BACKING */
+	char name[TC_NAME_MAX];   /* the volume name */
+	uint64_t volume_size;     /* bytes */
+	uint64_t data_offset;     /* bytes: where the volume's data starts on the device */
+	uint32_t stripe_size;     /* bytes, 0 = not given */
+	char cache_uuid[37];      /* the cache it is attached to; "" when none */
+	struct tc_volume_settings settings;
+	/* CACHE */
+	uint32_t line_size;       /* bytes */
+	uint64_t lines;
+	bool clean_shutdown;
+	unsigned nvolumes;        /* volume records in the cache superblock */
+};
+
+/*
+ * tc_dev_probe - read what @dev holds without changing it.  Returns 0 and *@out (kind
+ * EMPTY / CACHE / BACKING / FOREIGN / UNKNOWN), or -EIO.
+ */
+int tc_dev_probe(tc_ctx *ctx, tc_dev *dev, struct tc_probe *out);
+
+/* One volume record of a cache as tc_cache_inspect() reports it. */
+struct tc_inspect_volume {
+	char name[TC_NAME_MAX];
+	char backing_uuid[37];
+	uint64_t size;            /* bytes */
+	uint64_t dirty_bytes;     /* dirty data the cache holds for it, bytes */
+	uint64_t cached_bytes;    /* valid data (clean lines count only after a clean shutdown) */
+	struct tc_volume_settings settings;
+};
+
+#define TC_INSPECT_MAX_VOLUMES 64
+
+/* A cache device checked block by block (tc_cache_inspect). */
+struct tc_cache_report {
+	struct tc_probe probe;
+	unsigned sb_copies_ok;    /* 0..2 valid superblock copies */
+	char sb_damage[2][160];   /* why a copy is not valid; "" when it is */
+	uint64_t md_blocks;       /* metadata blocks (each stored twice) */
+	uint64_t md_copies_damaged;  /* single copies damaged (the other one is used) */
+	uint64_t md_blocks_lost;  /* both copies damaged: the cache cannot be opened */
+	uint64_t lines_used, lines_dirty;
+	unsigned nvolumes;
+	struct tc_inspect_volume volumes[TC_INSPECT_MAX_VOLUMES];
+};
+
+/*
+ * tc_cache_inspect - check the cache on @dev without changing it: both superblock
+ * copies, every metadata block copy, and the dirty data per volume (what a
+ * tc_cache_open() now would recover).  Returns 0 when the cache would open (damage
+ * that a copy covers is reported in *@rep but is not an error), -EINVAL (no cache
+ * superblock), -EUCLEAN (damage that would refuse the open: *@rep says where), -EIO.
+ */
+int tc_cache_inspect(tc_ctx *ctx, tc_dev *dev, struct tc_cache_report *rep);
+
+/*
+ * tc_backing_use_uncached - record on the backing @dev that it is about to be written
+ * without its cache (its attach generation moves), so that the cache, met again,
+ * drops its now stale copies instead of serving them.  Errors: those of reading and
+ * writing the backing superblock.
+ */
+int tc_backing_use_uncached(tc_ctx *ctx, tc_dev *dev);
+
+/* ------------------------------------------------------------------------------------
+ * Hosts: every cache and volume on a set of devices, assembled from their superblocks
+ * (what `tiercache serve` and the offline commands work on).
+ */
+
+typedef struct tc_host tc_host;
+typedef struct tc_export tc_export;
+
+struct tc_host_opts {
+	unsigned dev_flags;       /* TC_DEV_* for every device; TC_DEV_EXCLUSIVE for servers */
+	uint64_t crash_seed;      /* seed of "crash:" devices */
+};
+
+/*
+ * tc_host_assemble - open the devices named by @specs (see tc_dev_open_spec), open
+ * every cache among them, attach every backing to its cache and make one export per
+ * volume:
+ *   - a backing attached to a cache that is among the devices is served through it;
+ *   - a backing without a cache is served uncached;
+ *   - a backing whose cache is missing or fails to open is served uncached with a
+ *     warning when its write policy is not write-back (the cache cannot hold dirty data
+ *     for it), and refused otherwise: the message names the cache's uuid.
+ * A device that is neither a cache nor a backing, two exports with one name, or a
+ * refused backing fail the whole assembly: everything opened is closed again, caches
+ * cleanly.  Errors: -EINVAL, -EBUSY (device locked), -ESTALE, -ENODEV (a needed cache
+ * is missing), -EEXIST (duplicate name or device), -errno.
+ */
+int tc_host_assemble(tc_ctx *ctx, const char *const *specs, unsigned nspecs,
+		     const struct tc_host_opts *opts, tc_host **out);
+
+/* tc_host_close - clean shutdown of every cache (dirty data stays, committed) and
+ * flush of every uncached backing; frees the host.  Returns the first error. */
+int tc_host_close(tc_host *host);
+
+/* tc_host_power_cut - crash devices only: tc_crash_power_cut() on every "crash:"
+ * device of the host, in the order given.  Returns the number of devices cut. */
+int tc_host_power_cut(tc_host *host);
+
+unsigned tc_host_export_count(tc_host *host);
+tc_export *tc_host_export_at(tc_host *host, unsigned i);   /* NULL past the end */
+tc_export *tc_host_find(tc_host *host, const char *name);  /* NULL if unknown */
+tc_ctx *tc_host_ctx(tc_host *host);
+/* tc_host_cache_at - the @i-th open cache of the host and its device spec (*@spec), or
+ * NULL past the end. */
+tc_cache *tc_host_cache_at(tc_host *host, unsigned i, const char **spec);
+
+/*
+ * tc_host_attach - attach the backing @backing_spec to the cache @cache_spec, live:
+ * the cache must be one of the host's devices (matched by its spec or its path), the
+ * backing may be new to the host (it is opened) or served uncached now (it is switched
+ * over once its in-flight requests are done).  @settings NULL keeps the backing's
+ * stored settings.  Returns 0 and *@out, or the errors of tc_cache_attach.
+ */
+int tc_host_attach(tc_host *host, const char *cache_spec, const char *backing_spec,
+		   const struct tc_volume_settings *settings, unsigned flags, tc_export **out);
+
+/*
+ * tc_host_detach - drain the volume's dirty data (unless TC_DETACH_DISCARD_DIRTY) while
+ * it keeps serving, then detach it from its cache; the export goes on serving the
+ * backing uncached.  -EINVAL for an uncached export; other errors as tc_volume_detach.
+ */
+int tc_host_detach(tc_host *host, tc_export *exp, unsigned flags, tc_progress_fn fn,
+		   void *opaque);
+
+/* Export: one served volume. */
+enum tc_export_state {
+	TC_EXPORT_CACHED = 0,   /* through its cache */
+	TC_EXPORT_UNCACHED = 1, /* straight to the backing: no cache, or detached */
+	TC_EXPORT_DEGRADED = 2, /* straight to the backing: its cache is missing or failed */
+};
+
+struct tc_export_info {
+	const char *name;
+	uint64_t size;               /* bytes */
+	enum tc_export_state state;
+	const char *backing;         /* the backing's device spec */
+	const char *cache;           /* the cache's device spec; NULL when uncached */
+	tc_volume *volume;           /* NULL when uncached */
+};
+
+void tc_export_info(tc_export *exp, struct tc_export_info *info);
+
+/*
+ * tc_export_io - one request on the export, synchronously (any thread): READ/WRITE
+ * with @buf, FLUSH, DISCARD, WRITE_ZEROES; @flags TC_IO_FUA.  Ranges in bytes,
+ * aligned to TC_SECTOR_SIZE and inside the export.  Returns 0 or a negative errno
+ * (-EINVAL with a message for a bad range).
+ */
+int tc_export_io(tc_export *exp, enum tc_op op, unsigned flags, void *buf, uint64_t len,
+		 uint64_t off);
 
 /* ------------------------------------------------------------------------------------
  * Statistics

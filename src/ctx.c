@@ -413,6 +413,14 @@ unsigned tc_ctx_pending(tc_ctx *ctx)
 	return n;
 }
 
+uint64_t tc_ctx_next_deadline(tc_ctx *ctx)
+{
+	pthread_mutex_lock(&ctx->lock);
+	uint64_t when = ctx->timers ? ctx->timers->when : UINT64_MAX;
+	pthread_mutex_unlock(&ctx->lock);
+	return when;
+}
+
 int tc_ctx_poll(tc_ctx *ctx, unsigned max)
 {
 	struct tc_timer *t;

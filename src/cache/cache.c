@@ -406,6 +406,18 @@ static bool name_ok(const char *name)
 int tc_backing_format(tc_ctx *ctx, tc_dev *dev, const char *name,
 		      const struct tc_volume_settings *settings)
 {
+	return tc_backing_format_striped(ctx, dev, name, settings, 0);
+}
+
+int tc_backing_format_striped(tc_ctx *ctx, tc_dev *dev, const char *name,
+			      const struct tc_volume_settings *settings, uint32_t stripe_size)
+{
+	if (stripe_size && (stripe_size & (stripe_size - 1) || stripe_size < TC_UNIT_SIZE ||
+			    stripe_size > TC_STRIPE_MAX)) {
+		tc_err(ctx, "backing %s: stripe size %u is not a power of two from %u to %u",
+		       dev->name, stripe_size, TC_UNIT_SIZE, TC_STRIPE_MAX);
+		return -EINVAL;
+	}
 	if (!name_ok(name)) {
 		tc_err(ctx, "backing %s: volume name %s%s%s must be 1-%d characters of "
 		       "[A-Za-z0-9._-], not \".\", \"..\" or starting with '-'", dev->name,
@@ -437,6 +449,7 @@ int tc_backing_format(tc_ctx *ctx, tc_dev *dev, const char *name,
 	b.data_offset = TC_BACKING_DATA_OFFSET;
 	b.size = (dev->size - TC_BACKING_DATA_OFFSET) & ~(uint64_t)4095;
 	b.attach_gen = 1;
+	b.stripe_size = stripe_size;
 	uint8_t *buf = tc_alloc_buf(TC_BACKING_SB_SIZE);
 	if (!buf)
 		return -ENOMEM;
@@ -548,6 +561,30 @@ static int read_backing_sb(tc_ctx *ctx, tc_dev *dev, struct tc_backing_sb *b, in
 	}
 	*latest = best;
 	return 0;
+}
+
+int tc_backing_use_uncached(tc_ctx *ctx, tc_dev *dev)
+{
+	struct tc_backing_sb b;
+	int latest;
+	int r = read_backing_sb(ctx, dev, &b, &latest);
+	if (r)
+		return r;
+	b.generation++;
+	b.attach_gen++;
+	uint8_t *buf = tc_alloc_buf(TC_BACKING_SB_SIZE);
+	if (!buf)
+		return -ENOMEM;
+	tc_fmt_backing_sb_encode(&b, buf);
+	r = tc_dev_pwrite(dev, buf, TC_BACKING_SB_SIZE, (uint64_t)!latest * TC_BACKING_SB_SIZE,
+			  0);
+	if (!r)
+		r = tc_dev_flush(dev);
+	free(buf);
+	if (r)
+		tc_err(ctx, "backing %s (volume \"%s\"): superblock write failed: %s", dev->name,
+		       b.name, strerror(-r));
+	return r;
 }
 
 /* ---- open ------------------------------------------------------------------------- */
@@ -685,6 +722,90 @@ int tc_cache_open(tc_ctx *ctx, tc_dev *dev, tc_cache **out)
 	tc_ctx_timer_arm(ctx, &c->tick, tc_ctx_now(ctx) + TC_TICK_NS);
 	*out = c;
 	return 0;
+}
+
+/* ---- inspection ------------------------------------------------------------------- */
+
+/* Both cache superblock copies decoded one by one, for the report. */
+static void inspect_sb_copies(tc_dev *dev, struct tc_cache_report *rep)
+{
+	uint8_t *buf = tc_alloc_buf(2 * TC_CACHE_SB_SIZE);
+	struct tc_cache_sb *tmp = calloc(1, sizeof(*tmp));
+	if (buf && tmp && !tc_dev_pread(dev, buf, 2 * TC_CACHE_SB_SIZE, 0)) {
+		for (int i = 0; i < 2; i++) {
+			enum tc_fmt_status st = tc_fmt_cache_sb_decode(buf + i * TC_CACHE_SB_SIZE,
+				tmp, rep->sb_damage[i], sizeof(rep->sb_damage[i]));
+			if (st == TC_FMT_OK) {
+				rep->sb_copies_ok++;
+				rep->sb_damage[i][0] = 0;
+			}
+		}
+	}
+	free(tmp);
+	free(buf);
+}
+
+int tc_cache_inspect(tc_ctx *ctx, tc_dev *dev, struct tc_cache_report *rep)
+{
+	memset(rep, 0, sizeof(*rep));
+	int r = tc_dev_probe(ctx, dev, &rep->probe);
+	if (r)
+		return r;
+	inspect_sb_copies(dev, rep);
+	struct tc_cache *c = calloc(1, sizeof(*c));
+	if (!c)
+		return -ENOMEM;
+	c->ctx = ctx;
+	c->dev = dev;
+	pthread_mutex_init(&c->sb_lock, NULL);
+	for (unsigned i = 0; i < TC_LIVE_SHARDS; i++)
+		pthread_mutex_init(&c->live[i].lock, NULL);
+	pthread_mutex_init(&c->mgmt_lock, NULL);
+	pthread_mutex_init(&c->alloc_lock, NULL);
+	r = read_cache_sb(ctx, dev, &c->sb, &c->sb_latest);
+	if (r)
+		goto out;
+	c->line_size = c->sb.line_size;
+	c->line_shift = (unsigned)__builtin_ctz(c->line_size);
+	c->units = c->line_size / TC_UNIT_SIZE;
+	c->unit_mask_all = tc_units_mask(0, c->units);
+	c->nslots = c->sb.nslots;
+	r = cache_alloc_structs(c);
+	if (r)
+		goto out;
+	c->meta.inspecting = true;
+	r = tc_meta_load(c, c->sb.clean_shutdown == 1);
+	rep->md_blocks = c->sb.md_blocks;
+	rep->md_copies_damaged = c->meta.copies_damaged;
+	rep->md_blocks_lost = c->meta.blocks_lost;
+	if (r)
+		goto out;
+	for (unsigned i = 0; i < TC_MAX_VOLUMES; i++) {
+		const struct tc_vol_rec *rec = &c->sb.vols[i];
+		if (!rec->id || rep->nvolumes >= TC_INSPECT_MAX_VOLUMES)
+			continue;
+		struct tc_inspect_volume *iv = &rep->volumes[rep->nvolumes++];
+		snprintf(iv->name, sizeof(iv->name), "%s", rec->name);
+		tc_fmt_uuid_str(rec->backing_uuid, iv->backing_uuid);
+		iv->size = rec->size;
+		iv->settings = rec->settings;
+		for (uint32_t s = 0; s < c->nslots; s++) {
+			const struct tc_line *l = &c->lines[s];
+			if (l->vol != rec->id)
+				continue;
+			iv->dirty_bytes += (uint64_t)tc_popcount16(l->dirty) * TC_UNIT_SIZE;
+			iv->cached_bytes += (uint64_t)tc_popcount16(l->valid) * TC_UNIT_SIZE;
+		}
+	}
+	for (uint32_t s = 0; s < c->nslots; s++) {
+		rep->lines_used += c->lines[s].vol != 0;
+		rep->lines_dirty += c->lines[s].dirty != 0;
+	}
+	if (rep->md_blocks_lost)
+		r = -EUCLEAN;
+out:
+	cache_free(c);
+	return r;
 }
 
 /* ---- attach ----------------------------------------------------------------------- */

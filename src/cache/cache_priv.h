@@ -68,6 +68,10 @@ struct tc_meta {
 	bool running, again;
 	struct tc_commit_waiter *waiters;
 	uint64_t last_commit_ns;
+	/* Damage seen by the last load: single copies refused, blocks with both copies
+	 * refused (only an inspection continues past one). */
+	uint64_t copies_damaged, blocks_lost;
+	bool inspecting;
 	/* The commit in flight. */
 	uint32_t *snap_blocks;           /* block numbers */
 	uint32_t nsnap;

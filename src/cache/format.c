@@ -452,6 +452,7 @@ void tc_fmt_backing_sb_encode(const struct tc_backing_sb *in, void *buf)
 	memcpy(d.cache_uuid, in->cache_uuid, sizeof(d.cache_uuid));
 	d.attach_gen = htole64(in->attach_gen);
 	settings_encode(&in->settings, &d.settings);
+	d.stripe_size = htole32(in->stripe_size);
 	d.checksum = htole64(fmt_checksum(&d, sizeof(d)));
 	memcpy(buf, &d, sizeof(d));
 }
@@ -486,6 +487,11 @@ static enum tc_fmt_status check_backing_sb(const struct tc_backing_sb_disk *d, c
 		return refuse(TC_FMT_BAD_FIELD, why, whylen,
 			      "%s: size %llu is not a multiple of %u", what,
 			      (unsigned long long)size, TC_UNIT_SIZE);
+	uint32_t stripe = le32toh(d->stripe_size);
+	if (stripe && (stripe & (stripe - 1) || stripe < TC_UNIT_SIZE || stripe > TC_STRIPE_MAX))
+		return refuse(TC_FMT_BAD_FIELD, why, whylen,
+			      "%s: stripe_size %u is not 0 or a power of two from %u to %u",
+			      what, stripe, TC_UNIT_SIZE, TC_STRIPE_MAX);
 	snprintf(who, sizeof(who), "%s (\"%s\") settings", what, d->name);
 	return check_settings_disk(who, &d->settings, why, whylen);
 }
@@ -516,6 +522,7 @@ enum tc_fmt_status tc_fmt_backing_sb_decode(const void *buf, struct tc_backing_s
 	memcpy(out->cache_uuid, d.cache_uuid, sizeof(out->cache_uuid));
 	out->attach_gen = le64toh(d.attach_gen);
 	settings_decode(&d.settings, &out->settings);
+	out->stripe_size = le32toh(d.stripe_size);
 	return TC_FMT_OK;
 }
 

@@ -72,6 +72,7 @@ struct tc_backing_sb {
 	uint8_t cache_uuid[16];      /* all zero: no cache attached */
 	uint64_t attach_gen;         /* +1 at every attach and every use without the cache */
 	struct tc_volume_settings settings;
+	uint32_t stripe_size;        /* bytes: full-stripe size of the array behind; 0 = none */
 };
 
 /* One cache line's persistent state (a metadata block holds 253 of them). */
@@ -137,10 +138,11 @@ struct tc_backing_sb_disk {
 	uint8_t cache_uuid[16];
 	uint64_t attach_gen;
 	struct tc_settings_disk settings;
-	uint8_t pad[TC_BACKING_SB_SIZE - 136 - 8];
+	uint32_t stripe_size;
+	uint8_t pad[TC_BACKING_SB_SIZE - 140 - 8];
 	uint64_t checksum;
 } __attribute__((packed));
-static_assert(offsetof(struct tc_backing_sb_disk, pad) == 136, "backing sb header");
+static_assert(offsetof(struct tc_backing_sb_disk, pad) == 140, "backing sb header");
 static_assert(sizeof(struct tc_backing_sb_disk) == TC_BACKING_SB_SIZE, "backing sb layout");
 
 struct tc_md_entry_disk {

@@ -419,6 +419,13 @@ static int load_blocks(struct tc_cache *c, uint64_t *slot_seq, bool trust_clean)
 				s1 = TC_FMT_BAD_FIELD;
 				snprintf(why1, sizeof(why1), "md block %u: belongs to another cache", b);
 			}
+			m->copies_damaged += (s0 != TC_FMT_OK) + (s1 != TC_FMT_OK);
+			if (s0 != TC_FMT_OK && s1 != TC_FMT_OK && m->inspecting) {
+				tc_err(c->ctx, "cache %s: metadata block %u damaged in both copies "
+				       "(copy 0: %s; copy 1: %s)", c->dev->name, b, why0, why1);
+				m->blocks_lost++;
+				continue;
+			}
 			struct tc_md_block *use;
 			if (s0 == TC_FMT_OK && (s1 != TC_FMT_OK || a->seq >= bb->seq)) {
 				use = a;

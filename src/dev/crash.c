@@ -101,6 +101,11 @@ static int crash_open_fd(tc_ctx *ctx, const char *path, unsigned flags, uint64_t
 		tc_err(ctx, "crash device %s: open: %s", path, strerror(errno));
 		return ret;
 	}
+	ret = tc_dev_lock_fd(ctx, fd, path, flags);
+	if (ret < 0) {
+		close(fd);
+		return ret;
+	}
 	if (fstat(fd, &st) < 0)
 		goto fail_errno;
 	if (S_ISBLK(st.st_mode)) {

@@ -20,6 +20,7 @@
  */
 #include <assert.h>
 #include <errno.h>
+#include <sys/file.h>
 #include <inttypes.h>
 #include <stdalign.h>
 #include <stddef.h>
@@ -226,8 +227,8 @@ static void dev_sync_done(struct tc_io *io, int result)
 	tc_ctx_wake(ctx);
 }
 
-static int dev_sync_io(tc_dev *dev, enum tc_op op, unsigned flags, void *buf,
-		       uint64_t len, uint64_t off)
+int tc_dev_io(tc_dev *dev, enum tc_op op, unsigned flags, void *buf, uint64_t len,
+	      uint64_t off)
 {
 	struct dev_sync s = { .ctx = dev->ctx };
 	struct iovec iov = { .iov_base = buf, .iov_len = len };
@@ -252,17 +253,17 @@ static int dev_sync_io(tc_dev *dev, enum tc_op op, unsigned flags, void *buf,
 
 int tc_dev_pread(tc_dev *dev, void *buf, uint64_t len, uint64_t off)
 {
-	return dev_sync_io(dev, TC_OP_READ, 0, buf, len, off);
+	return tc_dev_io(dev, TC_OP_READ, 0, buf, len, off);
 }
 
 int tc_dev_pwrite(tc_dev *dev, const void *buf, uint64_t len, uint64_t off, unsigned flags)
 {
-	return dev_sync_io(dev, TC_OP_WRITE, flags, (void *)buf, len, off);
+	return tc_dev_io(dev, TC_OP_WRITE, flags, (void *)buf, len, off);
 }
 
 int tc_dev_flush(tc_dev *dev)
 {
-	return dev_sync_io(dev, TC_OP_FLUSH, 0, NULL, 0, 0);
+	return tc_dev_io(dev, TC_OP_FLUSH, 0, NULL, 0, 0);
 }
 
 /* ------------------------------------------------------------------------------------
@@ -303,3 +304,18 @@ void tc_buf_to_iov(const struct iovec *iov, int iovcnt, size_t skip, const void 
 	iov_copy((char *)buf, iov, iovcnt, skip, len, true);
 }
 
+int tc_dev_lock_fd(tc_ctx *ctx, int fd, const char *path, unsigned flags)
+{
+	if (!(flags & TC_DEV_EXCLUSIVE))
+		return 0;
+	if (flock(fd, LOCK_EX | LOCK_NB) == 0)
+		return 0;
+	int r = -errno;
+	if (r == -EWOULDBLOCK) {
+		tc_err(ctx, "device %s: in use (locked by a running server or another "
+		       "tiercache command)", path);
+		return -EBUSY;
+	}
+	tc_err(ctx, "device %s: cannot lock: %s", path, strerror(-r));
+	return r;
+}

@@ -47,6 +47,25 @@ void tc_dev_complete(struct tc_dev *dev, struct tc_io *io, int result);
  * io->internal[] while a request is in flight. */
 void tc_dev_complete_later(struct tc_dev *dev, struct tc_io *io, int result);
 
+/* tc_dev_lock_fd - with TC_DEV_EXCLUSIVE in @flags, take flock(LOCK_EX|LOCK_NB) on
+ * @fd (the lock goes with the open file description, so it ends when @fd is closed).
+ * Returns 0, or -EBUSY with a message naming @path when another open of the file holds
+ * it (a running server or another tool), or -errno. */
+int tc_dev_lock_fd(tc_ctx *ctx, int fd, const char *path, unsigned flags);
+
+/* What an emulated device (emu.c) modelled since it was opened; times are model time. */
+struct tc_emu_stats {
+	uint64_t requests;      /* requests started (service began) */
+	uint64_t busy_ns;       /* sum of service times: HDD actuator busy time, ns */
+	uint64_t wait_ns;       /* sum of queueing delays, arrival to start of service, ns */
+	uint64_t positioned;    /* HDD: requests that needed seek and/or rotation */
+	uint64_t reordered;     /* HDD: requests started ahead of an older queued one (NCQ) */
+};
+
+/* tc_emu_stats - copy @dev's model counters (average service time = busy_ns /
+ * requests).  Returns 0, or -EINVAL if @dev is not an emulated device.  Thread-safe. */
+int tc_emu_stats(struct tc_dev *dev, struct tc_emu_stats *st);
+
 /* iovec helpers: copy between a flat buffer and @iov starting @skip bytes into the
  * iovec list. */
 void tc_iov_to_buf(void *buf, const struct iovec *iov, int iovcnt, size_t skip, size_t len);

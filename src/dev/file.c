@@ -237,6 +237,9 @@ int tc_dev_open_file(tc_ctx *ctx, const char *path, unsigned flags, uint64_t siz
 	fd = file_open_fd(ctx, path, flags, &direct);
 	if (fd < 0)
 		return fd;
+	ret = tc_dev_lock_fd(ctx, fd, path, flags);
+	if (ret < 0)
+		goto fail_fd;
 	ret = file_geometry(ctx, path, fd, flags, size, &dev_size, &lbs, &is_blk);
 	if (ret < 0)
 		goto fail_fd;

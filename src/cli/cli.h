@@ -1,0 +1,74 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * cli.h - what the subcommands of the `tiercache` command share.
+ *
+ * Each subcommand lives in its own file (cmd_NAME.c) as `int cmd_NAME(int argc, char
+ * **argv)`, with argv[0] the subcommand's name, and returns the process exit code:
+ * TC_EXIT_OK, TC_EXIT_FAIL (the operation failed), TC_EXIT_USAGE (bad usage).  Option
+ * parsing is getopt_long; every subcommand answers --help with its manual page text.
+ * Messages go to stderr as "tiercache NAME: ...", results to stdout (a table, or
+ * JSON with --json).
+ */
+#ifndef TC_CLI_H
+#define TC_CLI_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include "tiercache.h"
+
+#define TC_EXIT_OK 0
+#define TC_EXIT_FAIL 1
+#define TC_EXIT_USAGE 2
+
+/* The default control socket of a running `tiercache serve`. */
+#define TC_CONTROL_DEFAULT "/run/tiercache/control.sock"
+
+struct cli_cmd {
+	const char *name;
+	int (*fn)(int argc, char **argv);
+	const char *summary;       /* one line for `tiercache --help` */
+};
+
+int cmd_create(int argc, char **argv);
+int cmd_attach(int argc, char **argv);
+int cmd_set(int argc, char **argv);
+int cmd_flush(int argc, char **argv);
+int cmd_detach(int argc, char **argv);
+int cmd_status(int argc, char **argv);
+int cmd_stats(int argc, char **argv);
+int cmd_serve(int argc, char **argv);
+int cmd_check(int argc, char **argv);
+int cmd_debug(int argc, char **argv);
+int cmd_bench(int argc, char **argv);
+int cmd_replay(int argc, char **argv);
+
+/* The name of the running subcommand ("create", ...), for messages. */
+extern const char *cli_cmd_name;
+
+/* cli_err - "tiercache CMD: error: ..." on stderr. */
+void cli_err(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* cli_warn - "tiercache CMD: warning: ..." on stderr. */
+void cli_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* cli_usage - a bad-usage message plus a pointer to --help; returns TC_EXIT_USAGE. */
+int cli_usage(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* cli_help - print @text (a subcommand's manual) to stdout; returns TC_EXIT_OK. */
+int cli_help(const char *text);
+
+/* cli_size - parse a size option (K/M/G/T suffixes) named @opt ("--line-size").
+ * Returns 0, or prints a usage message naming the option and value and returns -1. */
+int cli_size(const char *opt, const char *arg, uint64_t *out);
+/* cli_uint - parse an unsigned decimal option in [lo, hi], same contract. */
+int cli_uint(const char *opt, const char *arg, uint64_t lo, uint64_t hi, uint64_t *out);
+
+/* cli_ctx - a threaded context whose log sink prints "tiercache CMD: ..." to stderr
+ * (errors and warnings; info too with @verbose).  Exits with TC_EXIT_FAIL on failure. */
+tc_ctx *cli_ctx(bool verbose);
+
+/* cli_human - "1.5 GiB" style rendering of @bytes into @buf. */
+const char *cli_human(uint64_t bytes, char *buf, size_t len);
+
+/* cli_isatty_err - stderr is a terminal (progress bars are drawn only then). */
+bool cli_isatty_err(void);
+
+#endif /* TC_CLI_H */

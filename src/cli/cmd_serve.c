@@ -1,0 +1,405 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * cmd_serve.c - `tiercache serve`: run nbdkit with the tiercache plugin over the given
+ * devices; and `tiercache debug power-cut`, its end-to-end power-loss hook.
+ *
+ * In the background (the default) the command starts nbdkit in the foreground as a
+ * child in a new session, logging to a file, and returns once the server answers on
+ * its control socket, so a failed assembly is reported with its messages and a
+ * non-zero exit instead of a daemon that died unseen.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "cli.h"
+#include "ctl.h"
+
+#define NBD_SOCKET_DEFAULT "/run/tiercache/nbd.sock"
+#define LOG_DEFAULT "/run/tiercache/serve.log"
+
+static const char help[] =
+"NAME\n"
+"    tiercache serve - assemble the volumes on the given devices and serve them over NBD\n"
+"\n"
+"SYNOPSIS\n"
+"    tiercache serve [--socket PATH | --listen [HOST:]PORT] [--foreground]\n"
+"                    [--control PATH] [--threads N] [--log FILE] [--seed N]\n"
+"                    [--verbose] DEVICE...\n"
+"\n"
+"DESCRIPTION\n"
+"    Reads the superblocks of every DEVICE, opens every cache among them, attaches\n"
+"    every backing to its cache and serves each volume as an NBD export named after\n"
+"    the volume (nbdkit with the tiercache plugin).  Clients connect with, e.g.,\n"
+"        nbd+unix:///NAME?socket=/run/tiercache/nbd.sock\n"
+"    A backing without a cache is served uncached.  A backing whose cache is not\n"
+"    among the devices (or fails to open) is served uncached with a warning when its\n"
+"    write policy is not write-back; in write-back the cache may hold its dirty data,\n"
+"    so the server refuses to start and names the cache.\n"
+"\n"
+"    DEVICE is a path, crash:PATH (a crash-test device over the file PATH: writes are\n"
+"    volatile until flushed, see `tiercache debug`) or emu:PROFILE:PATH (an emulated\n"
+"    HDD or SSD, see profiles/README.md).  Every device is locked while served.\n"
+"\n"
+"    The volume commands (status, stats, set, flush, detach, attach) reach the server\n"
+"    through its control socket.  SIGTERM or SIGINT stops it within seconds however\n"
+"    much dirty data there is: requests in flight complete, metadata is committed, the\n"
+"    dirty data stays in the cache for the next start, the sockets are removed.\n"
+"\n"
+"OPTIONS\n"
+"    --socket PATH        NBD unix socket (default " NBD_SOCKET_DEFAULT ")\n"
+"    --listen [HOST:]PORT serve over TCP instead, on HOST (default 127.0.0.1: give an\n"
+"                         address, or 0.0.0.0, to serve other hosts)\n"
+"    --foreground         stay in the foreground, logging to stderr\n"
+"    --control PATH       control socket (default " TC_CONTROL_DEFAULT "), mode 0600\n"
+"    --threads N          nbdkit threads per connection (default 256: queue depth 256)\n"
+"    --log FILE           log of a background server (default " LOG_DEFAULT ")\n"
+"    --seed N             seed of crash: devices' power cuts (default 1)\n"
+"    --verbose            log the engine's informational messages too\n"
+"\n"
+"ENVIRONMENT\n"
+"    TC_NBDKIT_PLUGIN     path of nbdkit-tiercache-plugin.so (default: next to this\n"
+"                         program in a build tree, else the installed plugin)\n"
+"    TC_NBDKIT            the nbdkit program (default: nbdkit on PATH)\n"
+"\n"
+"EXAMPLES\n"
+"    tiercache serve /srv/ssd.img /srv/hdd.img\n"
+"    fio --ioengine=nbd --uri='nbd+unix:///db?socket=/run/tiercache/nbd.sock' ...\n"
+"    tiercache status\n"
+"    kill $(pidof nbdkit)        # or: pkill -TERM -f nbdkit-tiercache-plugin\n"
+"\n"
+"EXIT STATUS\n"
+"    0 serving (background) or stopped cleanly (foreground), 1 the server failed to\n"
+"    start (its messages are printed), 2 bad usage.\n";
+
+static const char debug_help[] =
+"NAME\n"
+"    tiercache debug - test hooks for end-to-end crash tests\n"
+"\n"
+"SYNOPSIS\n"
+"    tiercache debug power-cut [--control PATH]\n"
+"\n"
+"DESCRIPTION\n"
+"    power-cut: the server applies to the files of its crash: devices a random\n"
+"    (seeded) subset of the writes not yet flushed, at 4 KiB granularity, as a power\n"
+"    failure would, and dies at once without committing anything.  Start the server\n"
+"    again on the same devices to see what survived.  Devices that are not crash:\n"
+"    devices are left as the kill leaves them.\n"
+"\n"
+"EXIT STATUS\n"
+"    0 the server went down, 1 no server answered or it did not go down.\n";
+
+/* The plugin: $TC_NBDKIT_PLUGIN, the build tree's (../nbd/ from this program), or the
+ * installed one. */
+static const char *find_plugin(char *buf, size_t len)
+{
+	const char *env = getenv("TC_NBDKIT_PLUGIN");
+	if (env && *env)
+		return env;
+	char exe[PATH_MAX];
+	ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+	if (n > 0) {
+		exe[n] = 0;
+		char *slash = strrchr(exe, '/');
+		if (slash) {
+			*slash = 0;
+			int w = snprintf(buf, len, "%.*s/../nbd/nbdkit-tiercache-plugin.so",
+					 (int)(len - 40), exe);
+			if (w > 0 && (size_t)w < len && access(buf, R_OK) == 0)
+				return buf;
+		}
+	}
+	return TC_PLUGIN_INSTALLED;
+}
+
+static int make_parent(const char *path)
+{
+	char dir[PATH_MAX];
+	snprintf(dir, sizeof(dir), "%s", path);
+	char *slash = strrchr(dir, '/');
+	if (!slash || slash == dir)
+		return 0;
+	*slash = 0;
+	for (char *p = dir + 1;; p++) {
+		if (*p == '/' || !*p) {
+			char save = *p;
+			*p = 0;
+			if (mkdir(dir, 0755) < 0 && errno != EEXIST)
+				return -errno;
+			if (!save)
+				break;
+			*p = save;
+		}
+	}
+	return 0;
+}
+
+/* A unix socket file nobody listens on (left by a killed server) is removed; one a
+ * server answers on is an error.  Returns 0 or -1 after a message. */
+static int clear_socket(const char *what, const char *path)
+{
+	int fd = ctl_connect(path);
+	if (fd >= 0) {
+		close(fd);
+		cli_err("%s %s: a server already answers there", what, path);
+		return -1;
+	}
+	if (fd == -ECONNREFUSED)
+		unlink(path);
+	int r = make_parent(path);
+	if (r) {
+		cli_err("%s %s: cannot create its folder: %s", what, path, strerror(-r));
+		return -1;
+	}
+	return 0;
+}
+
+/* Print the log from @off on (a failed background start). */
+static void print_log(const char *log, off_t off)
+{
+	FILE *f = fopen(log, "r");
+	if (!f)
+		return;
+	fseeko(f, off, SEEK_SET);
+	char line[4096];
+	while (fgets(line, sizeof(line), f))
+		fputs(line, stderr);
+	fclose(f);
+}
+
+int cmd_serve(int argc, char **argv)
+{
+	static const struct option options[] = {
+		{ "socket", required_argument, NULL, 's' },
+		{ "listen", required_argument, NULL, 'l' },
+		{ "foreground", no_argument, NULL, 'f' },
+		{ "control", required_argument, NULL, 'c' },
+		{ "threads", required_argument, NULL, 't' },
+		{ "log", required_argument, NULL, 'L' },
+		{ "seed", required_argument, NULL, 'S' },
+		{ "verbose", no_argument, NULL, 'v' },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	const char *sock = NULL, *listen = NULL, *control = TC_CONTROL_DEFAULT;
+	const char *log = LOG_DEFAULT;
+	uint64_t threads = 256, seed = 1;
+	bool fg = false, verbose = false;
+	int c;
+	while ((c = getopt_long(argc, argv, "hf", options, NULL)) != -1) {
+		switch (c) {
+		case 's': sock = optarg; break;
+		case 'l': listen = optarg; break;
+		case 'f': fg = true; break;
+		case 'c': control = optarg; break;
+		case 't':
+			if (cli_uint("--threads", optarg, 1, 1024, &threads))
+				return TC_EXIT_USAGE;
+			break;
+		case 'L': log = optarg; break;
+		case 'S':
+			if (cli_uint("--seed", optarg, 0, UINT64_MAX, &seed))
+				return TC_EXIT_USAGE;
+			break;
+		case 'v': verbose = true; break;
+		case 'h': return cli_help(help);
+		default: return cli_usage("unknown option");
+		}
+	}
+	if (optind >= argc)
+		return cli_usage("no DEVICE given");
+	if (sock && listen)
+		return cli_usage("--socket and --listen exclude each other");
+	char host[256] = "127.0.0.1", port[16] = "";
+	if (listen) {
+		const char *colon = strrchr(listen, ':');
+		const char *p = colon ? colon + 1 : listen;
+		uint64_t pn;
+		if (cli_uint("--listen PORT", p, 1, 65535, &pn))
+			return TC_EXIT_USAGE;
+		snprintf(port, sizeof(port), "%" PRIu64, pn);
+		if (colon) {
+			size_t hl = (size_t)(colon - listen);
+			if (!hl || hl >= sizeof(host))
+				return cli_usage("--listen: \"%s\" has no host before ':'", listen);
+			memcpy(host, listen, hl);
+			host[hl] = 0;
+			if (host[0] == '[' && host[hl - 1] == ']') {   /* [::1]:10809 */
+				memmove(host, host + 1, hl - 2);
+				host[hl - 2] = 0;
+			}
+		}
+	} else if (!sock) {
+		sock = NBD_SOCKET_DEFAULT;
+	}
+	if (clear_socket("control socket", control) ||
+	    (sock && clear_socket("NBD socket", sock)))
+		return TC_EXIT_FAIL;
+
+	char pbuf[PATH_MAX];
+	const char *plugin = find_plugin(pbuf, sizeof(pbuf));
+	if (access(plugin, R_OK) < 0) {
+		cli_err("nbdkit plugin %s: %s (set TC_NBDKIT_PLUGIN)", plugin, strerror(errno));
+		return TC_EXIT_FAIL;
+	}
+	const char *nbdkit = getenv("TC_NBDKIT") ? getenv("TC_NBDKIT") : "nbdkit";
+	/* nbdkit -f [-v] -t N (-U SOCK | -i HOST -p PORT) PLUGIN dev=... control=... seed=N */
+	char **av = calloc((size_t)(argc - optind) + 20, sizeof(char *));
+	int n = 0;
+	char tbuf[32], sbuf[48];
+	snprintf(tbuf, sizeof(tbuf), "%" PRIu64, threads);
+	snprintf(sbuf, sizeof(sbuf), "seed=%" PRIu64, seed);
+	av[n++] = (char *)nbdkit;
+	av[n++] = (char *)"-f";
+	if (verbose)
+		av[n++] = (char *)"-v";
+	av[n++] = (char *)"-t";
+	av[n++] = tbuf;
+	if (sock) {
+		av[n++] = (char *)"-U";
+		av[n++] = (char *)sock;
+	} else {
+		av[n++] = (char *)"-i";
+		av[n++] = host;
+		av[n++] = (char *)"-p";
+		av[n++] = port;
+	}
+	av[n++] = (char *)plugin;
+	for (int i = optind; i < argc; i++) {
+		if (asprintf(&av[n++], "dev=%s", argv[i]) < 0)
+			return TC_EXIT_FAIL;
+	}
+	if (asprintf(&av[n++], "control=%s", control) < 0)
+		return TC_EXIT_FAIL;
+	av[n++] = sbuf;
+	av[n] = NULL;
+	fflush(NULL);
+	if (fg) {
+		execvp(nbdkit, av);
+		cli_err("cannot run %s: %s (install nbdkit)", nbdkit, strerror(errno));
+		return TC_EXIT_FAIL;
+	}
+
+	if (make_parent(log) < 0) {
+		cli_err("log %s: cannot create its folder: %s", log, strerror(errno));
+		return TC_EXIT_FAIL;
+	}
+	int lfd = open(log, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
+	if (lfd < 0) {
+		cli_err("log %s: %s", log, strerror(errno));
+		return TC_EXIT_FAIL;
+	}
+	off_t log_start = lseek(lfd, 0, SEEK_END);
+	/* Double fork: the server's parent is gone before it starts, so nothing ties its
+	 * life to this command (nbdkit may ask to die with its parent).  The pipe brings
+	 * back its pid. */
+	int pp[2];
+	if (pipe2(pp, O_CLOEXEC) < 0) {
+		cli_err("pipe: %s", strerror(errno));
+		return TC_EXIT_FAIL;
+	}
+	pid_t mid = fork();
+	if (mid < 0) {
+		cli_err("fork: %s", strerror(errno));
+		return TC_EXIT_FAIL;
+	}
+	if (mid == 0) {
+		setsid();
+		pid_t pid = fork();
+		if (pid != 0) {
+			ssize_t w = write(pp[1], &pid, sizeof(pid));
+			_exit(w == sizeof(pid) ? 0 : 1);
+		}
+		int nul = open("/dev/null", O_RDWR);
+		dup2(nul, 0);
+		dup2(lfd, 1);
+		dup2(lfd, 2);
+		execvp(nbdkit, av);
+		fprintf(stderr, "tiercache serve: cannot run %s: %s (install nbdkit)\n", nbdkit,
+			strerror(errno));
+		_exit(127);
+	}
+	close(lfd);
+	close(pp[1]);
+	pid_t pid = -1;
+	ssize_t got = read(pp[0], &pid, sizeof(pid));
+	close(pp[0]);
+	waitpid(mid, NULL, 0);
+	if (got != sizeof(pid) || pid <= 0) {
+		cli_err("could not start the server");
+		return TC_EXIT_FAIL;
+	}
+	/* Ready when the control socket answers (the plugin opens it after assembly). */
+	for (int waited = 0; waited < 600; waited++) {
+		if (kill(pid, 0) < 0 && errno == ESRCH) {
+			print_log(log, log_start);
+			cli_err("the server did not start; its log: %s", log);
+			return TC_EXIT_FAIL;
+		}
+		int fd = ctl_connect(control);
+		if (fd >= 0) {
+			close(fd);
+			printf("serving on %s%s%s%s (pid %d); control %s; log %s\n",
+			       sock ? "unix socket " : "", sock ? sock : host, sock ? "" : ":",
+			       sock ? "" : port, (int)pid, control, log);
+			return TC_EXIT_OK;
+		}
+		nanosleep(&(struct timespec){ .tv_nsec = 100000000 }, NULL);
+	}
+	kill(pid, SIGTERM);
+	cli_err("the server did not answer on %s within 60 s; stopped it; log: %s", control,
+		log);
+	return TC_EXIT_FAIL;
+}
+
+int cmd_debug(int argc, char **argv)
+{
+	static const struct option options[] = {
+		{ "control", required_argument, NULL, 'c' },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	const char *control = TC_CONTROL_DEFAULT;
+	int c;
+	while ((c = getopt_long(argc, argv, "h", options, NULL)) != -1) {
+		if (c == 'c')
+			control = optarg;
+		else if (c == 'h')
+			return cli_help(debug_help);
+		else
+			return cli_usage("unknown option");
+	}
+	if (argc - optind != 1 || strcmp(argv[optind], "power-cut"))
+		return cli_usage("expected: debug power-cut");
+	int fd = ctl_connect(control);
+	if (fd < 0) {
+		cli_err("control socket %s: %s (no server?)", control, strerror(-fd));
+		return TC_EXIT_FAIL;
+	}
+	json_object *req = json_object_new_object();
+	json_object_object_add(req, "op", json_object_new_string("power_cut"));
+	int err;
+	json_object *resp = ctl_call(fd, req, NULL, NULL, &err);
+	json_object_put(req);
+	close(fd);
+	if (resp) {
+		json_object_put(resp);
+		cli_err("the server answered instead of going down (it has no power-cut hook)");
+		return TC_EXIT_FAIL;
+	}
+	if (err != -ECONNRESET) {
+		cli_err("control socket %s: %s", control, strerror(-err));
+		return TC_EXIT_FAIL;
+	}
+	printf("power cut: the server is down\n");
+	return TC_EXIT_OK;
+}

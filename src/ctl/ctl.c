@@ -1,0 +1,538 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * ctl.c - the volume operations behind `tiercache status|stats|set|flush|detach|attach`
+ * (run by the server for its clients, or by the command itself offline), and the
+ * client side of the control socket.  Protocol: see ctl.h.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include "ctl.h"
+
+/* ---- message capture -------------------------------------------------------------- */
+
+/* The messages the library logs on a thread while it runs a request. */
+static _Thread_local char *capture_buf;
+static _Thread_local size_t capture_len;
+static _Thread_local bool capture_on;
+
+bool ctl_capture_log(const char *msg)
+{
+	if (!capture_on)
+		return false;
+	size_t n = strlen(msg);
+	char *nb = realloc(capture_buf, capture_len + n + 3);
+	if (!nb)
+		return false;
+	capture_buf = nb;
+	if (capture_len) {
+		memcpy(capture_buf + capture_len, "; ", 2);
+		capture_len += 2;
+	}
+	memcpy(capture_buf + capture_len, msg, n + 1);
+	capture_len += n;
+	return true;
+}
+
+static void capture_begin(void)
+{
+	free(capture_buf);
+	capture_buf = NULL;
+	capture_len = 0;
+	capture_on = true;
+}
+
+/* The messages collected (malloc'ed, may be NULL); capture stops. */
+static char *capture_end(void)
+{
+	char *s = capture_buf;
+	capture_buf = NULL;
+	capture_len = 0;
+	capture_on = false;
+	return s;
+}
+
+/* ---- responses and settings -------------------------------------------------------- */
+
+json_object *ctl_error(int err, const char *msg)
+{
+	json_object *o = json_object_new_object();
+	json_object_object_add(o, "ok", json_object_new_boolean(0));
+	json_object_object_add(o, "errno", json_object_new_int(err));
+	json_object_object_add(o, "error", json_object_new_string(msg ? msg : strerror(err)));
+	return o;
+}
+
+static json_object *ok(json_object *result)
+{
+	json_object *o = json_object_new_object();
+	json_object_object_add(o, "ok", json_object_new_boolean(1));
+	json_object_object_add(o, "result", result ? result : json_object_new_object());
+	return o;
+}
+
+static json_object *u64(uint64_t v)
+{
+	return json_object_new_uint64(v);
+}
+
+json_object *ctl_settings_json(const struct tc_volume_settings *s)
+{
+	json_object *o = json_object_new_object();
+	json_object_object_add(o, "read_cache", json_object_new_boolean(s->read_cache));
+	json_object_object_add(o, "write_policy",
+			       json_object_new_string(tc_write_policy_name(s->write_policy)));
+	json_object_object_add(o, "flush_rate",
+			       json_object_new_string(tc_flush_rate_name(s->flush_rate)));
+	json_object_object_add(o, "admission", json_object_new_string(
+		s->admission == TC_ADMIT_NHIT ? "nhit" : "always"));
+	json_object_object_add(o, "nhit", u64(s->nhit));
+	json_object_object_add(o, "fill", json_object_new_string(
+		s->fill == TC_FILL_LINE ? "line" : "sectors"));
+	json_object_object_add(o, "seq_cutoff", u64(s->seq_cutoff));
+	return o;
+}
+
+int ctl_settings_apply(json_object *obj, struct tc_volume_settings *s, char *why,
+		       size_t len)
+{
+	if (!json_object_is_type(obj, json_type_object)) {
+		snprintf(why, len, "settings: not a JSON object");
+		return -EINVAL;
+	}
+	json_object_object_foreach(obj, key, val) {
+		const char *str = json_object_is_type(val, json_type_string) ?
+				  json_object_get_string(val) : NULL;
+		int v;
+		if (!strcmp(key, "read_cache") && json_object_is_type(val, json_type_boolean)) {
+			s->read_cache = json_object_get_boolean(val);
+		} else if (!strcmp(key, "write_policy") && str &&
+			   (v = tc_write_policy_parse(str)) >= 0) {
+			s->write_policy = (uint8_t)v;
+		} else if (!strcmp(key, "flush_rate") && str &&
+			   (v = tc_flush_rate_parse(str)) >= 0) {
+			s->flush_rate = (uint8_t)v;
+		} else if (!strcmp(key, "admission") && str &&
+			   (!strcmp(str, "always") || !strcmp(str, "nhit"))) {
+			s->admission = !strcmp(str, "nhit") ? TC_ADMIT_NHIT : TC_ADMIT_ALWAYS;
+		} else if (!strcmp(key, "nhit") && json_object_is_type(val, json_type_int) &&
+			   json_object_get_int64(val) >= 1 && json_object_get_int64(val) <= 255) {
+			s->nhit = (uint32_t)json_object_get_int64(val);
+		} else if (!strcmp(key, "fill") && str &&
+			   (!strcmp(str, "line") || !strcmp(str, "sectors"))) {
+			s->fill = !strcmp(str, "line") ? TC_FILL_LINE : TC_FILL_SECTORS;
+		} else if (!strcmp(key, "seq_cutoff") && json_object_is_type(val, json_type_int) &&
+			   json_object_get_int64(val) >= 0) {
+			s->seq_cutoff = json_object_get_uint64(val);
+		} else {
+			snprintf(why, len, "settings: key \"%s\" with value %s is not a setting "
+				 "or out of range", key, json_object_to_json_string(val));
+			return -EINVAL;
+		}
+	}
+	return 0;
+}
+
+/* ---- operations ---------------------------------------------------------------------- */
+
+static const char *state_name(enum tc_export_state s)
+{
+	return s == TC_EXPORT_CACHED ? "cached" : s == TC_EXPORT_UNCACHED ? "uncached" :
+	       "degraded";
+}
+
+static json_object *volume_status(tc_export *e)
+{
+	struct tc_export_info info;
+	tc_export_info(e, &info);
+	json_object *o = json_object_new_object();
+	json_object_object_add(o, "name", json_object_new_string(info.name));
+	json_object_object_add(o, "size", u64(info.size));
+	json_object_object_add(o, "state", json_object_new_string(state_name(info.state)));
+	json_object_object_add(o, "backing", json_object_new_string(info.backing));
+	json_object_object_add(o, "cache", info.cache ? json_object_new_string(info.cache) :
+			       NULL);
+	if (info.volume) {
+		struct tc_volume_settings s;
+		struct tc_volume_stats st;
+		tc_volume_get(info.volume, &s);
+		tc_volume_stats(info.volume, &st);
+		json_object_object_add(o, "settings", ctl_settings_json(&s));
+		json_object_object_add(o, "dirty_bytes", u64(st.dirty_bytes));
+		json_object_object_add(o, "cached_bytes", u64(st.cached_bytes));
+		json_object_object_add(o, "writeback_rate", u64(st.writeback_rate));
+		json_object_object_add(o, "fallback", json_object_new_boolean(st.fallback_pt));
+		json_object_object_add(o, "draining", json_object_new_boolean(st.draining));
+	} else {
+		json_object_object_add(o, "settings", NULL);
+		json_object_object_add(o, "dirty_bytes", u64(0));
+		json_object_object_add(o, "cached_bytes", u64(0));
+		json_object_object_add(o, "writeback_rate", u64(0));
+		json_object_object_add(o, "fallback", json_object_new_boolean(0));
+		json_object_object_add(o, "draining", json_object_new_boolean(0));
+	}
+	return o;
+}
+
+static json_object *op_status(tc_host *h)
+{
+	json_object *vols = json_object_new_array();
+	for (unsigned i = 0; i < tc_host_export_count(h); i++)
+		json_object_array_add(vols, volume_status(tc_host_export_at(h, i)));
+	json_object *caches = json_object_new_array();
+	const char *spec;
+	tc_cache *c;
+	for (unsigned i = 0; (c = tc_host_cache_at(h, i, &spec)); i++) {
+		struct tc_cache_stats st;
+		tc_cache_stats(c, &st);
+		json_object *o = json_object_new_object();
+		json_object_object_add(o, "device", json_object_new_string(spec));
+		json_object_object_add(o, "line_size", u64(st.line_size));
+		json_object_object_add(o, "lines", u64(st.lines));
+		json_object_object_add(o, "lines_used", u64(st.lines_used));
+		json_object_object_add(o, "lines_dirty", u64(st.lines_dirty));
+		json_object_object_add(o, "dirty_bytes", u64(st.dirty_bytes));
+		json_object_array_add(caches, o);
+	}
+	json_object *r = json_object_new_object();
+	json_object_object_add(r, "volumes", vols);
+	json_object_object_add(r, "caches", caches);
+	return ok(r);
+}
+
+/* The export a request names in "volume", or an error response in *@err. */
+static tc_export *req_export(tc_host *h, json_object *req, json_object **err)
+{
+	json_object *v;
+	if (!json_object_object_get_ex(req, "volume", &v) ||
+	    !json_object_is_type(v, json_type_string)) {
+		*err = ctl_error(EINVAL, "request: \"volume\" (a string) is missing");
+		return NULL;
+	}
+	tc_export *e = tc_host_find(h, json_object_get_string(v));
+	if (!e) {
+		char msg[256];
+		snprintf(msg, sizeof(msg), "volume \"%s\": no such volume on this host",
+			 json_object_get_string(v));
+		*err = ctl_error(ENOENT, msg);
+	}
+	return e;
+}
+
+/* The volume of @e, or NULL and an error response: uncached exports have no settings
+ * or counters of their own. */
+static tc_volume *req_volume(tc_export *e, json_object **err)
+{
+	struct tc_export_info info;
+	tc_export_info(e, &info);
+	if (!info.volume) {
+		char msg[256];
+		snprintf(msg, sizeof(msg), "volume \"%s\": served %s, without a cache; attach it "
+			 "to a cache first", info.name, state_name(info.state));
+		*err = ctl_error(EINVAL, msg);
+	}
+	return info.volume;
+}
+
+static bool req_bool(json_object *req, const char *key)
+{
+	json_object *v;
+	return json_object_object_get_ex(req, key, &v) && json_object_get_boolean(v);
+}
+
+static json_object *op_stats(tc_host *h, json_object *req)
+{
+	json_object *err = NULL;
+	tc_export *e = req_export(h, req, &err);
+	tc_volume *vol = e ? req_volume(e, &err) : NULL;
+	if (!vol)
+		return err;
+	char *s = tc_volume_stats_json(vol);
+	json_object *st = s ? json_tokener_parse(s) : NULL;
+	free(s);
+	if (!st)
+		return ctl_error(ENOMEM, NULL);
+	if (req_bool(req, "reset"))
+		tc_volume_stats_reset(vol);
+	return ok(st);
+}
+
+static int fail_errno(int r)
+{
+	return r < 0 ? -r : EIO;
+}
+
+static json_object *op_set(tc_host *h, json_object *req, tc_progress_fn fn, void *opaque)
+{
+	json_object *err = NULL, *js;
+	tc_export *e = req_export(h, req, &err);
+	tc_volume *vol = e ? req_volume(e, &err) : NULL;
+	if (!vol)
+		return err;
+	if (!json_object_object_get_ex(req, "settings", &js))
+		return ctl_error(EINVAL, "request: \"settings\" (an object) is missing");
+	struct tc_volume_settings s;
+	tc_volume_get(vol, &s);
+	char why[256];
+	if (ctl_settings_apply(js, &s, why, sizeof(why)))
+		return ctl_error(EINVAL, why);
+	int r = tc_volume_set(vol, &s, fn, opaque);
+	if (r)
+		return ctl_error(fail_errno(r), NULL);
+	tc_volume_get(vol, &s);
+	return ok(ctl_settings_json(&s));
+}
+
+static json_object *op_flush(tc_host *h, json_object *req, tc_progress_fn fn, void *opaque)
+{
+	json_object *err = NULL;
+	tc_export *e = req_export(h, req, &err);
+	tc_volume *vol = e ? req_volume(e, &err) : NULL;
+	if (!vol)
+		return err;
+	struct tc_volume_stats st;
+	tc_volume_stats(vol, &st);
+	uint64_t before = st.dirty_bytes;
+	int r = tc_volume_flush_dirty(vol, fn, opaque);
+	if (r)
+		return ctl_error(fail_errno(r), NULL);
+	tc_volume_stats(vol, &st);
+	json_object *o = json_object_new_object();
+	json_object_object_add(o, "dirty_bytes_before", u64(before));
+	json_object_object_add(o, "dirty_bytes", u64(st.dirty_bytes));
+	return ok(o);
+}
+
+static json_object *op_detach(tc_host *h, json_object *req, tc_progress_fn fn,
+			      void *opaque)
+{
+	json_object *err = NULL;
+	tc_export *e = req_export(h, req, &err);
+	tc_volume *vol = e ? req_volume(e, &err) : NULL;
+	if (!vol)
+		return err;
+	struct tc_volume_stats st;
+	tc_volume_stats(vol, &st);
+	unsigned flags = req_bool(req, "discard_dirty") ? TC_DETACH_DISCARD_DIRTY : 0;
+	int r = tc_host_detach(h, e, flags, fn, opaque);
+	if (r)
+		return ctl_error(fail_errno(r), NULL);
+	json_object *o = volume_status(e);
+	json_object_object_add(o, "dirty_bytes_discarded",
+			       u64(flags ? st.dirty_bytes : 0));
+	return ok(o);
+}
+
+static json_object *op_attach(tc_host *h, json_object *req)
+{
+	json_object *jc, *jb, *js;
+	if (!json_object_object_get_ex(req, "cache", &jc) ||
+	    !json_object_is_type(jc, json_type_string) ||
+	    !json_object_object_get_ex(req, "backing", &jb) ||
+	    !json_object_is_type(jb, json_type_string))
+		return ctl_error(EINVAL, "request: \"cache\" and \"backing\" (device paths) "
+				 "are required");
+	struct tc_volume_settings s, *sp = NULL;
+	if (json_object_object_get_ex(req, "settings", &js)) {
+		/* Start from the backing's stored settings: probe it. */
+		tc_dev *d;
+		struct tc_probe p;
+		int r = tc_dev_open_spec(tc_host_ctx(h), json_object_get_string(jb),
+					 TC_DEV_READONLY, 0, 0, &d);
+		if (!r) {
+			r = tc_dev_probe(tc_host_ctx(h), d, &p);
+			tc_dev_close(d);
+		}
+		if (!r && p.kind != TC_PROBE_BACKING) {
+			char msg[256];
+			snprintf(msg, sizeof(msg), "device %s: holds %s, not a tiercache backing",
+				 json_object_get_string(jb), p.what);
+			return ctl_error(EINVAL, msg);
+		}
+		if (r)
+			return ctl_error(fail_errno(r), NULL);
+		s = p.settings;
+		char why[256];
+		if (ctl_settings_apply(js, &s, why, sizeof(why)))
+			return ctl_error(EINVAL, why);
+		sp = &s;
+	}
+	unsigned flags = req_bool(req, "discard_dirty") ? TC_ATTACH_DISCARD_DIRTY : 0;
+	tc_export *e;
+	int r = tc_host_attach(h, json_object_get_string(jc), json_object_get_string(jb), sp,
+			       flags, &e);
+	if (r)
+		return ctl_error(fail_errno(r), NULL);
+	return ok(volume_status(e));
+}
+
+json_object *ctl_execute(tc_host *h, json_object *req, tc_progress_fn fn, void *opaque)
+{
+	json_object *jop;
+	if (!json_object_is_type(req, json_type_object) ||
+	    !json_object_object_get_ex(req, "op", &jop) ||
+	    !json_object_is_type(jop, json_type_string))
+		return ctl_error(EINVAL, "request: not an object with an \"op\" string");
+	const char *op = json_object_get_string(jop);
+	capture_begin();
+	json_object *resp;
+	if (!strcmp(op, "status"))
+		resp = op_status(h);
+	else if (!strcmp(op, "stats"))
+		resp = op_stats(h, req);
+	else if (!strcmp(op, "set"))
+		resp = op_set(h, req, fn, opaque);
+	else if (!strcmp(op, "flush"))
+		resp = op_flush(h, req, fn, opaque);
+	else if (!strcmp(op, "detach"))
+		resp = op_detach(h, req, fn, opaque);
+	else if (!strcmp(op, "attach"))
+		resp = op_attach(h, req);
+	else {
+		char msg[128];
+		snprintf(msg, sizeof(msg), "request: unknown op \"%.64s\"", op);
+		resp = ctl_error(EINVAL, msg);
+	}
+	char *msgs = capture_end();
+	/* A failure without its own words gets the library's messages. */
+	json_object *je, *jok;
+	if (msgs && json_object_object_get_ex(resp, "ok", &jok) && !json_object_get_boolean(jok) &&
+	    json_object_object_get_ex(resp, "errno", &je)) {
+		json_object *jmsg;
+		const char *cur = json_object_object_get_ex(resp, "error", &jmsg) ?
+				  json_object_get_string(jmsg) : "";
+		if (!strcmp(cur, strerror(json_object_get_int(je))))
+			json_object_object_add(resp, "error", json_object_new_string(msgs));
+	}
+	free(msgs);
+	return resp;
+}
+
+/* ---- wire ----------------------------------------------------------------------------- */
+
+int ctl_send(int fd, json_object *obj)
+{
+	const char *s = json_object_to_json_string_ext(obj, JSON_C_TO_STRING_PLAIN);
+	size_t n = strlen(s);
+	char *line = malloc(n + 1);
+	if (!line)
+		return -ENOMEM;
+	memcpy(line, s, n);
+	line[n] = '\n';
+	size_t off = 0;
+	int r = 0;
+	while (off < n + 1) {
+		ssize_t w = send(fd, line + off, n + 1 - off, MSG_NOSIGNAL);
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w < 0) {
+			r = -errno;
+			break;
+		}
+		off += (size_t)w;
+	}
+	free(line);
+	return r;
+}
+
+json_object *ctl_recv(int fd, char *buf, size_t cap, size_t *fill, int *err)
+{
+	*err = 0;
+	for (;;) {
+		char *nl = memchr(buf, '\n', *fill);
+		if (nl) {
+			*nl = 0;
+			json_object *o = json_tokener_parse(buf);
+			size_t used = (size_t)(nl - buf) + 1;
+			memmove(buf, nl + 1, *fill - used);
+			*fill -= used;
+			if (!o || !json_object_is_type(o, json_type_object)) {
+				json_object_put(o);
+				*err = -EPROTO;
+				return NULL;
+			}
+			return o;
+		}
+		if (*fill >= cap - 1) {
+			*err = -EPROTO;     /* a line longer than the protocol allows */
+			return NULL;
+		}
+		ssize_t n = recv(fd, buf + *fill, cap - 1 - *fill, 0);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0) {
+			*err = -errno;
+			return NULL;
+		}
+		if (n == 0) {
+			*err = *fill ? -EPROTO : 0;
+			return NULL;
+		}
+		*fill += (size_t)n;
+	}
+}
+
+int ctl_connect(const char *path)
+{
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	if (strlen(path) >= sizeof(sa.sun_path))
+		return -ENAMETOOLONG;
+	strcpy(sa.sun_path, path);
+	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return -errno;
+	if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
+		int r = -errno;
+		close(fd);
+		return r;
+	}
+	return fd;
+}
+
+json_object *ctl_call(int fd, json_object *req, tc_progress_fn progress, void *opaque,
+		      int *err)
+{
+	*err = ctl_send(fd, req);
+	if (*err)
+		return NULL;
+	char *buf = malloc(CTL_LINE_MAX);
+	if (!buf) {
+		*err = -ENOMEM;
+		return NULL;
+	}
+	size_t fill = 0;
+	json_object *resp = NULL;
+	for (;;) {
+		json_object *o = ctl_recv(fd, buf, CTL_LINE_MAX, &fill, err);
+		if (!o) {
+			if (!*err)
+				*err = -ECONNRESET;
+			break;
+		}
+		json_object *p, *a, *b;
+		if (json_object_object_get_ex(o, "progress", &p)) {
+			if (progress && json_object_object_get_ex(p, "dirty_left", &a) &&
+			    json_object_object_get_ex(p, "dirty_start", &b))
+				progress(opaque, json_object_get_uint64(a),
+					 json_object_get_uint64(b));
+			json_object_put(o);
+			continue;
+		}
+		if (!json_object_object_get_ex(o, "ok", &p)) {
+			json_object_put(o);
+			*err = -EPROTO;
+			break;
+		}
+		resp = o;
+		break;
+	}
+	free(buf);
+	return resp;
+}

@@ -1,0 +1,42 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * spec.c - device specs as the command line writes them: "PATH", "crash:PATH",
+ * "emu:PROFILE:PATH".  One parser, so the server, the offline commands and the
+ * benchmarks name devices the same way.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "dev.h"
+
+int tc_dev_open_spec(tc_ctx *ctx, const char *spec, unsigned flags, uint64_t size,
+		     uint64_t seed, tc_dev **out)
+{
+	*out = NULL;
+	if (!spec || !*spec) {
+		tc_err(ctx, "device spec is empty");
+		return -EINVAL;
+	}
+	if (!strncmp(spec, "crash:", 6)) {
+		if (!spec[6]) {
+			tc_err(ctx, "device spec \"%s\": no path after \"crash:\"", spec);
+			return -EINVAL;
+		}
+		return tc_dev_new_crash(ctx, spec + 6, flags, size, seed, out);
+	}
+	if (!strncmp(spec, "emu:", 4)) {
+		const char *colon = strchr(spec + 4, ':');
+		if (!colon || colon == spec + 4 || !colon[1]) {
+			tc_err(ctx, "device spec \"%s\": expected emu:PROFILE:PATH", spec);
+			return -EINVAL;
+		}
+		char *profile = strndup(spec + 4, (size_t)(colon - spec - 4));
+		if (!profile)
+			return -ENOMEM;
+		int r = tc_dev_new_emu(ctx, profile, colon + 1, flags, size, out);
+		free(profile);
+		return r;
+	}
+	return tc_dev_open_file(ctx, spec, flags, size, out);
+}

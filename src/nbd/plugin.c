@@ -1,0 +1,315 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * plugin.c - nbdkit-tiercache-plugin: serves every volume of a tiercache host over NBD,
+ * one export per volume, named after it.  A thin adapter: requests go to
+ * tc_export_io(), and all caching lives in the library.
+ *
+ *   nbdkit [-U SOCKET] nbdkit-tiercache-plugin.so dev=SPEC [dev=SPEC ...]
+ *          [control=PATH] [seed=N]
+ *
+ * `tiercache serve` builds this command line.  The library's threads start in
+ * .after_fork (nbdkit may fork to the background after configuration, and threads do
+ * not survive a fork); .cleanup closes the host cleanly, committing metadata with the
+ * dirty data kept in the caches.  Multi-conn is safe: a FLUSH on any connection covers
+ * every write completed before it on any connection (DESIGN.md invariant 2), because a
+ * volume's FLUSH is volume-wide in the engine.
+ */
+#define NBDKIT_API_VERSION 2
+#include <nbdkit-plugin.h>
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "ctl.h"
+#include "ctl_server.h"
+#include "tiercache.h"
+
+#define THREAD_MODEL NBDKIT_THREAD_MODEL_PARALLEL
+
+/* Plugin state: nbdkit loads one plugin per process, so these are the process's. */
+static char **specs;
+static unsigned nspecs;
+static char *control_path;
+static uint64_t crash_seed = 1;
+static tc_ctx *ctx;
+static tc_host *host;
+static struct ctl_server *ctl;
+
+static void log_sink(void *opaque, enum tc_log_level level, const char *msg)
+{
+	(void)opaque;
+	ctl_capture_log(msg);
+	if (level == TC_LOG_ERROR)
+		nbdkit_error("%s", msg);
+	else if (level == TC_LOG_WARN)
+		nbdkit_error("warning: %s", msg);
+	else
+		nbdkit_debug("%s", msg);
+}
+
+static void tiercache_unload(void)
+{
+	for (unsigned i = 0; i < nspecs; i++)
+		free(specs[i]);
+	free(specs);
+	free(control_path);
+}
+
+static int tiercache_config(const char *key, const char *value)
+{
+	if (!strcmp(key, "dev")) {
+		char **n = realloc(specs, sizeof(*n) * (nspecs + 1));
+		if (!n || !(n[nspecs] = strdup(value))) {
+			nbdkit_error("out of memory");
+			return -1;
+		}
+		specs = n;
+		nspecs++;
+	} else if (!strcmp(key, "control")) {
+		free(control_path);
+		control_path = strdup(value);
+	} else if (!strcmp(key, "seed")) {
+		if (nbdkit_parse_uint64_t("seed", value, &crash_seed) == -1)
+			return -1;
+	} else {
+		nbdkit_error("unknown parameter \"%s\" (expected dev=, control=, seed=)", key);
+		return -1;
+	}
+	return 0;
+}
+
+static int tiercache_config_complete(void)
+{
+	if (!nspecs) {
+		nbdkit_error("no devices: give dev=PATH once per device");
+		return -1;
+	}
+	return 0;
+}
+
+#define tiercache_config_help \
+	"dev=SPEC        (required, repeatable) a device: PATH, crash:PATH, emu:PROFILE:PATH\n" \
+	"control=PATH    control socket for the tiercache command\n" \
+	"seed=N          seed of crash: devices"
+
+/* {"op":"power_cut"}: the debug hook of end-to-end power-loss tests.  Unflushed writes
+ * of crash devices are applied in part, then the process dies at once, as in a power
+ * failure: no metadata commit, no socket cleanup. */
+static void power_cut(void *opaque)
+{
+	(void)opaque;
+	int n = tc_host_power_cut(host);
+	nbdkit_error("debug power-cut: %d crash device(s) cut, exiting", n);
+	if (control_path)
+		unlink(control_path);
+	_exit(137);
+}
+
+static int tiercache_after_fork(void)
+{
+	struct tc_ctx_opts o = { .mode = TC_CTX_THREADED, .log_level = TC_LOG_INFO };
+	int r = tc_ctx_new(&o, &ctx);
+	if (r) {
+		nbdkit_error("cannot create the context: %s", strerror(-r));
+		return -1;
+	}
+	tc_ctx_set_log(ctx, log_sink, NULL, TC_LOG_INFO);
+	struct tc_host_opts ho = { .dev_flags = TC_DEV_EXCLUSIVE, .crash_seed = crash_seed };
+	r = tc_host_assemble(ctx, (const char *const *)specs, nspecs, &ho, &host);
+	if (r) {
+		nbdkit_error("assembling the volumes failed: %s", strerror(-r));
+		return -1;
+	}
+	for (unsigned i = 0; i < tc_host_export_count(host); i++) {
+		struct tc_export_info info;
+		tc_export_info(tc_host_export_at(host, i), &info);
+		nbdkit_debug("volume \"%s\": %" PRIu64 " bytes, %s", info.name, info.size,
+			     info.cache ? info.cache : "uncached");
+	}
+	if (control_path) {
+		r = ctl_server_start(host, control_path, power_cut, NULL, &ctl);
+		if (r) {
+			tc_host_close(host);
+			host = NULL;
+			return -1;
+		}
+	}
+	return 0;
+}
+
+static void tiercache_cleanup(void)
+{
+	if (ctl)
+		ctl_server_stop(ctl);
+	ctl = NULL;
+	if (host) {
+		int r = tc_host_close(host);
+		if (r)
+			nbdkit_error("closing the volumes: %s", strerror(-r));
+	}
+	host = NULL;
+	if (ctx)
+		tc_ctx_free(ctx);
+	ctx = NULL;
+}
+
+static int tiercache_list_exports(int readonly, int is_tls, struct nbdkit_exports *exports)
+{
+	for (unsigned i = 0; i < tc_host_export_count(host); i++) {
+		struct tc_export_info info;
+		tc_export_info(tc_host_export_at(host, i), &info);
+		char desc[256];
+		snprintf(desc, sizeof(desc), "tiercache volume, %s%s",
+			 info.cache ? "cached on " : "uncached",
+			 info.cache ? info.cache : "");
+		if (nbdkit_add_export(exports, info.name, desc) == -1)
+			return -1;
+	}
+	return 0;
+}
+
+/* Clients that ask for no name get the first volume. */
+static const char *tiercache_default_export(int readonly, int is_tls)
+{
+	tc_export *e = tc_host_export_at(host, 0);
+	if (!e)
+		return NULL;
+	struct tc_export_info info;
+	tc_export_info(e, &info);
+	return nbdkit_strdup_intern(info.name);
+}
+
+static void *tiercache_open(int readonly)
+{
+	const char *name = nbdkit_export_name();
+	tc_export *e = tc_host_find(host, name ? name : "");
+	if (!e) {
+		nbdkit_error("volume \"%s\": no such volume on this server", name ? name : "");
+		errno = ENOENT;
+		return NULL;
+	}
+	return e;
+}
+
+static int64_t tiercache_get_size(void *handle)
+{
+	struct tc_export_info info;
+	tc_export_info(handle, &info);
+	return (int64_t)info.size;
+}
+
+static int tiercache_block_size(void *handle, uint32_t *minimum, uint32_t *preferred,
+				uint32_t *maximum)
+{
+	struct tc_export_info info;
+	tc_export_info(handle, &info);
+	*minimum = TC_SECTOR_SIZE;
+	*preferred = TC_UNIT_SIZE;
+	if (info.volume) {
+		struct tc_cache_stats st;
+		tc_cache *c;
+		const char *spec;
+		for (unsigned i = 0; (c = tc_host_cache_at(host, i, &spec)); i++)
+			if (!strcmp(spec, info.cache)) {
+				tc_cache_stats(c, &st);
+				*preferred = (uint32_t)st.line_size;
+			}
+	}
+	*maximum = 0xffffffff;
+	return 0;
+}
+
+static int tiercache_can_multi_conn(void *handle)
+{
+	return 1;
+}
+
+static int tiercache_can_fua(void *handle)
+{
+	return NBDKIT_FUA_NATIVE;
+}
+
+static int always(void *handle)
+{
+	return 1;
+}
+
+static int do_io(void *handle, enum tc_op op, unsigned flags, void *buf, uint32_t count,
+		 uint64_t offset)
+{
+	int r = tc_export_io(handle, op, flags, buf, count, offset);
+	if (r < 0) {
+		nbdkit_set_error(-r);
+		return -1;
+	}
+	return 0;
+}
+
+static int tiercache_pread(void *handle, void *buf, uint32_t count, uint64_t offset,
+			   uint32_t flags)
+{
+	return do_io(handle, TC_OP_READ, 0, buf, count, offset);
+}
+
+static int tiercache_pwrite(void *handle, const void *buf, uint32_t count, uint64_t offset,
+			    uint32_t flags)
+{
+	return do_io(handle, TC_OP_WRITE, flags & NBDKIT_FLAG_FUA ? TC_IO_FUA : 0, (void *)buf,
+		     count, offset);
+}
+
+static int tiercache_flush(void *handle, uint32_t flags)
+{
+	return do_io(handle, TC_OP_FLUSH, 0, NULL, 0, 0);
+}
+
+static int tiercache_trim(void *handle, uint32_t count, uint64_t offset, uint32_t flags)
+{
+	int r = do_io(handle, TC_OP_DISCARD, 0, NULL, count, offset);
+	if (!r && (flags & NBDKIT_FLAG_FUA))
+		r = do_io(handle, TC_OP_FLUSH, 0, NULL, 0, 0);
+	return r;
+}
+
+static int tiercache_zero(void *handle, uint32_t count, uint64_t offset, uint32_t flags)
+{
+	return do_io(handle, TC_OP_WRITE_ZEROES, flags & NBDKIT_FLAG_FUA ? TC_IO_FUA : 0, NULL,
+		     count, offset);
+}
+
+static struct nbdkit_plugin plugin = {
+	.name = "tiercache",
+	.longname = "tiercache: SSD caching for HDD volumes",
+	.version = TC_VERSION,
+	.description = "Serves every tiercache volume on the given devices, one export each.",
+	.unload = tiercache_unload,
+	.config = tiercache_config,
+	.config_complete = tiercache_config_complete,
+	.config_help = tiercache_config_help,
+	.magic_config_key = "dev",
+	.after_fork = tiercache_after_fork,
+	.cleanup = tiercache_cleanup,
+	.list_exports = tiercache_list_exports,
+	.default_export = tiercache_default_export,
+	.open = tiercache_open,
+	.get_size = tiercache_get_size,
+	.block_size = tiercache_block_size,
+	.can_write = always,
+	.can_flush = always,
+	.can_trim = always,
+	.can_zero = always,
+	.can_fua = tiercache_can_fua,
+	.can_multi_conn = tiercache_can_multi_conn,
+	.pread = tiercache_pread,
+	.pwrite = tiercache_pwrite,
+	.flush = tiercache_flush,
+	.trim = tiercache_trim,
+	.zero = tiercache_zero,
+	.errno_is_preserved = 0,
+};
+
+NBDKIT_REGISTER_PLUGIN(plugin)

@@ -1,0 +1,564 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * volume.c - hosts: every cache and volume found on a set of devices, assembled from
+ * their superblocks alone (DESIGN.md invariant 6), and the exports that serve them.
+ *
+ * An export is a volume as clients see it: through its cache (a tc_volume), or
+ * straight to the backing's data area when the volume has no cache or its cache is
+ * missing.  Live attach and detach switch an export between the two; the switch waits
+ * for the requests in flight and holds new ones back for that moment (the export's
+ * freeze), which is why every request goes through tc_export_io().
+ *
+ * Locking: host->lock protects the device and export tables (they only grow, and
+ * their elements are freed only by tc_host_close()); one management operation at a
+ * time runs under host->mgmt.  An export's freeze uses exp->lock only on the slow
+ * path: requests count themselves in exp->inflight with atomics.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ctx.h"
+#include "tiercache.h"
+
+struct host_dev {
+	char *spec;                /* as given */
+	tc_dev *dev;
+	struct tc_probe probe;
+	tc_cache *cache;           /* an open cache */
+	bool cache_failed;         /* a cache that did not open */
+};
+
+struct tc_export {
+	tc_host *host;
+	char name[TC_NAME_MAX];
+	uint64_t size, data_offset;          /* bytes */
+	_Atomic int state;                   /* enum tc_export_state */
+	struct host_dev *backing;
+	struct host_dev *_Atomic cache;      /* NULL when uncached */
+	tc_volume *_Atomic vol;              /* NULL when uncached */
+	_Atomic unsigned inflight;
+	atomic_bool frozen;
+	pthread_mutex_t lock;
+	pthread_cond_t cond;
+};
+
+struct tc_host {
+	tc_ctx *ctx;
+	struct tc_host_opts opts;
+	pthread_mutex_t lock;
+	pthread_mutex_t mgmt;
+	struct host_dev **devs;
+	unsigned ndevs, devs_cap;
+	tc_export **exps;
+	unsigned nexps, exps_cap;
+};
+
+static void *grow(void *arr, unsigned *cap, unsigned need, size_t elem)
+{
+	if (need <= *cap)
+		return arr;
+	unsigned ncap = *cap ? *cap * 2 : 8;
+	while (ncap < need)
+		ncap *= 2;
+	void *n = realloc(arr, (size_t)ncap * elem);
+	if (n)
+		*cap = ncap;
+	return n;
+}
+
+/* ---- devices ---------------------------------------------------------------------- */
+
+static const char *spec_path(const char *spec)
+{
+	if (!strncmp(spec, "crash:", 6))
+		return spec + 6;
+	if (!strncmp(spec, "emu:", 4)) {
+		const char *c = strchr(spec + 4, ':');
+		return c ? c + 1 : spec;
+	}
+	return spec;
+}
+
+/* The host's device given as @spec (or with the same path), or NULL. */
+static struct host_dev *host_dev_find(tc_host *h, const char *spec)
+{
+	struct host_dev *found = NULL;
+	pthread_mutex_lock(&h->lock);
+	for (unsigned i = 0; i < h->ndevs && !found; i++)
+		if (!strcmp(h->devs[i]->spec, spec) ||
+		    !strcmp(spec_path(h->devs[i]->spec), spec_path(spec)))
+			found = h->devs[i];
+	pthread_mutex_unlock(&h->lock);
+	return found;
+}
+
+static int host_dev_open(tc_host *h, const char *spec, struct host_dev **out)
+{
+	if (host_dev_find(h, spec)) {
+		tc_err(h->ctx, "device %s: given twice", spec);
+		return -EEXIST;
+	}
+	struct host_dev *d = calloc(1, sizeof(*d));
+	if (!d || !(d->spec = strdup(spec))) {
+		free(d);
+		return -ENOMEM;
+	}
+	int r = tc_dev_open_spec(h->ctx, spec, h->opts.dev_flags, 0, h->opts.crash_seed,
+				 &d->dev);
+	if (!r)
+		r = tc_dev_probe(h->ctx, d->dev, &d->probe);
+	if (!r) {
+		pthread_mutex_lock(&h->lock);
+		struct host_dev **n = grow(h->devs, &h->devs_cap, h->ndevs + 1, sizeof(*n));
+		if (n) {
+			h->devs = n;
+			h->devs[h->ndevs++] = d;
+		}
+		pthread_mutex_unlock(&h->lock);
+		if (!n)
+			r = -ENOMEM;
+	}
+	if (r) {
+		if (d->dev)
+			tc_dev_close(d->dev);
+		free(d->spec);
+		free(d);
+		return r;
+	}
+	*out = d;
+	return 0;
+}
+
+static struct host_dev *host_cache_by_uuid(tc_host *h, const char *uuid)
+{
+	struct host_dev *found = NULL;
+	pthread_mutex_lock(&h->lock);
+	for (unsigned i = 0; i < h->ndevs && !found; i++)
+		if (h->devs[i]->probe.kind == TC_PROBE_CACHE &&
+		    !strcmp(h->devs[i]->probe.uuid, uuid))
+			found = h->devs[i];
+	pthread_mutex_unlock(&h->lock);
+	return found;
+}
+
+/* ---- exports ---------------------------------------------------------------------- */
+
+static int export_add(tc_host *h, struct host_dev *backing, struct host_dev *cache,
+		      tc_volume *vol, enum tc_export_state state, tc_export **out)
+{
+	pthread_mutex_lock(&h->lock);
+	for (unsigned i = 0; i < h->nexps; i++)
+		if (!strcmp(h->exps[i]->name, backing->probe.name)) {
+			pthread_mutex_unlock(&h->lock);
+			tc_err(h->ctx, "volume \"%s\": on two backings (%s and %s)",
+			       backing->probe.name, h->exps[i]->backing->spec, backing->spec);
+			return -EEXIST;
+		}
+	tc_export *e = calloc(1, sizeof(*e));
+	tc_export **n = grow(h->exps, &h->exps_cap, h->nexps + 1, sizeof(*n));
+	if (!e || !n) {
+		pthread_mutex_unlock(&h->lock);
+		free(e);
+		return -ENOMEM;
+	}
+	h->exps = n;
+	e->host = h;
+	snprintf(e->name, sizeof(e->name), "%s", backing->probe.name);
+	e->size = vol ? tc_volume_size(vol) : backing->probe.volume_size;
+	e->data_offset = backing->probe.data_offset;
+	e->backing = backing;
+	atomic_init(&e->cache, cache);
+	atomic_init(&e->vol, vol);
+	atomic_init(&e->state, (int)state);
+	pthread_mutex_init(&e->lock, NULL);
+	pthread_cond_init(&e->cond, NULL);
+	h->exps[h->nexps++] = e;
+	pthread_mutex_unlock(&h->lock);
+	if (out)
+		*out = e;
+	return 0;
+}
+
+/* Wait until no request is in flight, holding new ones back until export_thaw(). */
+static void export_freeze(tc_export *e)
+{
+	pthread_mutex_lock(&e->lock);
+	atomic_store(&e->frozen, true);
+	while (atomic_load(&e->inflight))
+		pthread_cond_wait(&e->cond, &e->lock);
+	pthread_mutex_unlock(&e->lock);
+}
+
+static void export_thaw(tc_export *e)
+{
+	pthread_mutex_lock(&e->lock);
+	atomic_store(&e->frozen, false);
+	pthread_cond_broadcast(&e->cond);
+	pthread_mutex_unlock(&e->lock);
+}
+
+static void export_enter(tc_export *e)
+{
+	for (;;) {
+		atomic_fetch_add(&e->inflight, 1);
+		if (!atomic_load(&e->frozen))
+			return;
+		/* Frozen: step back out (waking the freezer if last), wait for the thaw. */
+		pthread_mutex_lock(&e->lock);
+		if (atomic_fetch_sub(&e->inflight, 1) == 1)
+			pthread_cond_broadcast(&e->cond);
+		while (atomic_load(&e->frozen))
+			pthread_cond_wait(&e->cond, &e->lock);
+		pthread_mutex_unlock(&e->lock);
+	}
+}
+
+static void export_exit(tc_export *e)
+{
+	if (atomic_fetch_sub(&e->inflight, 1) == 1 && atomic_load(&e->frozen)) {
+		pthread_mutex_lock(&e->lock);
+		pthread_cond_broadcast(&e->cond);
+		pthread_mutex_unlock(&e->lock);
+	}
+}
+
+int tc_export_io(tc_export *e, enum tc_op op, unsigned flags, void *buf, uint64_t len,
+		 uint64_t off)
+{
+	int r;
+	export_enter(e);
+	tc_volume *vol = atomic_load(&e->vol);
+	if (vol) {
+		r = tc_volume_io(vol, op, flags, buf, len, off);
+	} else if (op != TC_OP_FLUSH && (off % TC_SECTOR_SIZE || len % TC_SECTOR_SIZE ||
+					 off > e->size || len > e->size - off || !len)) {
+		tc_err(e->host->ctx, "volume \"%s\": request offset %" PRIu64 " length %" PRIu64
+		       " is %s (size %" PRIu64 ")", e->name, off, len,
+		       off % TC_SECTOR_SIZE || len % TC_SECTOR_SIZE ? "not 512-byte aligned" :
+		       !len ? "empty" : "beyond the end", e->size);
+		r = -EINVAL;
+	} else {
+		r = tc_dev_io(e->backing->dev, op, flags, buf, len,
+			      op == TC_OP_FLUSH ? 0 : off + e->data_offset);
+	}
+	export_exit(e);
+	return r;
+}
+
+void tc_export_info(tc_export *e, struct tc_export_info *info)
+{
+	struct host_dev *c = atomic_load(&e->cache);
+	info->name = e->name;
+	info->size = e->size;
+	info->state = (enum tc_export_state)atomic_load(&e->state);
+	info->backing = e->backing->spec;
+	info->cache = c ? c->spec : NULL;
+	info->volume = atomic_load(&e->vol);
+}
+
+/* ---- assembly --------------------------------------------------------------------- */
+
+/* Serve @b: through its cache when it has one here, else uncached when that is safe. */
+static int assemble_backing(tc_host *h, struct host_dev *b)
+{
+	const struct tc_probe *p = &b->probe;
+	if (!p->cache_uuid[0])
+		return export_add(h, b, NULL, NULL, TC_EXPORT_UNCACHED, NULL);
+	struct host_dev *c = host_cache_by_uuid(h, p->cache_uuid);
+	if (c && c->cache) {
+		tc_volume *vol;
+		int r = tc_cache_attach(c->cache, b->dev, NULL, 0, &vol);
+		if (r)
+			return r;
+		r = export_add(h, b, c, vol, TC_EXPORT_CACHED, NULL);
+		if (r)
+			tc_volume_detach(vol, 0, NULL, NULL);
+		return r;
+	}
+	const char *why = c ? "failed to open" : "is not among the devices given";
+	if (p->settings.write_policy == TC_WP_WB) {
+		tc_err(h->ctx, "volume \"%s\" (backing %s): its cache %s %s, and in write-back "
+		       "it may hold the volume's dirty data; give the cache's device too, or "
+		       "repair it", p->name, b->spec, p->cache_uuid, why);
+		return c ? -EUCLEAN : -ENODEV;
+	}
+	tc_warn(h->ctx, "volume \"%s\" (backing %s): its cache %s %s; serving the volume "
+		"uncached (its write policy %s keeps no dirty data in the cache)", p->name,
+		b->spec, p->cache_uuid, why, tc_write_policy_name(p->settings.write_policy));
+	int r = tc_backing_use_uncached(h->ctx, b->dev);
+	if (r)
+		return r;
+	return export_add(h, b, NULL, NULL, TC_EXPORT_DEGRADED, NULL);
+}
+
+int tc_host_assemble(tc_ctx *ctx, const char *const *specs, unsigned nspecs,
+		     const struct tc_host_opts *opts, tc_host **out)
+{
+	*out = NULL;
+	tc_host *h = calloc(1, sizeof(*h));
+	if (!h)
+		return -ENOMEM;
+	h->ctx = ctx;
+	if (opts)
+		h->opts = *opts;
+	pthread_mutex_init(&h->lock, NULL);
+	pthread_mutex_init(&h->mgmt, NULL);
+	int r = 0;
+	for (unsigned i = 0; i < nspecs && !r; i++) {
+		struct host_dev *d;
+		r = host_dev_open(h, specs[i], &d);
+		if (r)
+			break;
+		if (d->probe.kind != TC_PROBE_CACHE && d->probe.kind != TC_PROBE_BACKING) {
+			tc_err(ctx, "device %s: holds %s, not a tiercache cache or backing "
+			       "(format it with `tiercache create`)", specs[i], d->probe.what);
+			r = -EINVAL;
+		}
+	}
+	/* The same cache or backing twice (copies of one device image, say). */
+	for (unsigned i = 0; i < h->ndevs && !r; i++)
+		for (unsigned j = i + 1; j < h->ndevs && !r; j++)
+			if (h->devs[i]->probe.kind == h->devs[j]->probe.kind &&
+			    !strcmp(h->devs[i]->probe.uuid, h->devs[j]->probe.uuid)) {
+				tc_err(ctx, "devices %s and %s: same uuid %s (a copy of one "
+				       "device?)", h->devs[i]->spec, h->devs[j]->spec,
+				       h->devs[i]->probe.uuid);
+				r = -EEXIST;
+			}
+	/* Caches first: a backing needs its cache open.  A cache that does not open
+	 * fails the assembly only if a volume needs it (assemble_backing decides). */
+	for (unsigned i = 0; i < h->ndevs && !r; i++) {
+		struct host_dev *d = h->devs[i];
+		if (d->probe.kind != TC_PROBE_CACHE)
+			continue;
+		if (tc_cache_open(ctx, d->dev, &d->cache)) {
+			d->cache = NULL;
+			d->cache_failed = true;
+		}
+	}
+	for (unsigned i = 0; i < h->ndevs && !r; i++)
+		if (h->devs[i]->probe.kind == TC_PROBE_BACKING)
+			r = assemble_backing(h, h->devs[i]);
+	if (r) {
+		tc_host_close(h);
+		return r;
+	}
+	*out = h;
+	return 0;
+}
+
+int tc_host_close(tc_host *h)
+{
+	int first = 0;
+	for (unsigned i = 0; i < h->ndevs; i++) {
+		struct host_dev *d = h->devs[i];
+		if (d->cache) {
+			int r = tc_cache_close(d->cache);
+			if (r && !first)
+				first = r;
+		} else if (d->probe.kind == TC_PROBE_BACKING) {
+			/* Uncached backings: writes acknowledged since the last FLUSH become
+			 * durable, as a clean shutdown promises. */
+			bool served = false;
+			for (unsigned j = 0; j < h->nexps; j++)
+				served |= h->exps[j]->backing == d && !atomic_load(&h->exps[j]->vol);
+			int r = served ? tc_dev_flush(d->dev) : 0;
+			if (r && !first)
+				first = r;
+		}
+	}
+	for (unsigned i = 0; i < h->ndevs; i++) {
+		tc_dev_close(h->devs[i]->dev);
+		free(h->devs[i]->spec);
+		free(h->devs[i]);
+	}
+	for (unsigned i = 0; i < h->nexps; i++) {
+		pthread_mutex_destroy(&h->exps[i]->lock);
+		pthread_cond_destroy(&h->exps[i]->cond);
+		free(h->exps[i]);
+	}
+	free(h->devs);
+	free(h->exps);
+	pthread_mutex_destroy(&h->lock);
+	pthread_mutex_destroy(&h->mgmt);
+	free(h);
+	return first;
+}
+
+int tc_host_power_cut(tc_host *h)
+{
+	int n = 0;
+	for (unsigned i = 0; i < h->ndevs; i++)
+		if (tc_crash_power_cut(h->devs[i]->dev) >= 0)
+			n++;
+	return n;
+}
+
+unsigned tc_host_export_count(tc_host *h)
+{
+	pthread_mutex_lock(&h->lock);
+	unsigned n = h->nexps;
+	pthread_mutex_unlock(&h->lock);
+	return n;
+}
+
+tc_export *tc_host_export_at(tc_host *h, unsigned i)
+{
+	pthread_mutex_lock(&h->lock);
+	tc_export *e = i < h->nexps ? h->exps[i] : NULL;
+	pthread_mutex_unlock(&h->lock);
+	return e;
+}
+
+tc_export *tc_host_find(tc_host *h, const char *name)
+{
+	tc_export *found = NULL;
+	pthread_mutex_lock(&h->lock);
+	for (unsigned i = 0; i < h->nexps && !found; i++)
+		if (!strcmp(h->exps[i]->name, name))
+			found = h->exps[i];
+	pthread_mutex_unlock(&h->lock);
+	return found;
+}
+
+tc_cache *tc_host_cache_at(tc_host *h, unsigned i, const char **spec)
+{
+	tc_cache *found = NULL;
+	pthread_mutex_lock(&h->lock);
+	for (unsigned j = 0; j < h->ndevs && !found; j++)
+		if (h->devs[j]->cache && i-- == 0) {
+			found = h->devs[j]->cache;
+			if (spec)
+				*spec = h->devs[j]->spec;
+		}
+	pthread_mutex_unlock(&h->lock);
+	return found;
+}
+
+tc_ctx *tc_host_ctx(tc_host *h)
+{
+	return h->ctx;
+}
+
+/* ---- live attach and detach ------------------------------------------------------- */
+
+int tc_host_attach(tc_host *h, const char *cache_spec, const char *backing_spec,
+		   const struct tc_volume_settings *settings, unsigned flags, tc_export **out)
+{
+	pthread_mutex_lock(&h->mgmt);
+	int r;
+	struct host_dev *c = host_dev_find(h, cache_spec);
+	if (!c) {
+		/* A cache new to the host: open it. */
+		r = host_dev_open(h, cache_spec, &c);
+		if (r)
+			goto out;
+		if (c->probe.kind == TC_PROBE_CACHE && tc_cache_open(h->ctx, c->dev, &c->cache))
+			c->cache_failed = true;
+	}
+	if (c->probe.kind != TC_PROBE_CACHE) {
+		tc_err(h->ctx, "device %s: holds %s, not a tiercache cache", cache_spec,
+		       c->probe.what);
+		r = -EINVAL;
+		goto out;
+	}
+	if (!c->cache) {
+		tc_err(h->ctx, "cache %s: did not open (see the messages above)", cache_spec);
+		r = -EIO;
+		goto out;
+	}
+	struct host_dev *b = host_dev_find(h, backing_spec);
+	tc_export *e = NULL;
+	if (b) {
+		for (unsigned i = 0; i < tc_host_export_count(h); i++)
+			if (tc_host_export_at(h, i)->backing == b)
+				e = tc_host_export_at(h, i);
+		if (b->probe.kind != TC_PROBE_BACKING) {
+			tc_err(h->ctx, "device %s: holds %s, not a tiercache backing", backing_spec,
+			       b->probe.what);
+			r = -EINVAL;
+			goto out;
+		}
+		if (e && atomic_load(&e->vol)) {
+			tc_err(h->ctx, "volume \"%s\": already attached to cache %s", e->name,
+			       atomic_load(&e->cache)->spec);
+			r = -EEXIST;
+			goto out;
+		}
+	} else {
+		r = host_dev_open(h, backing_spec, &b);
+		if (r)
+			goto out;
+		if (b->probe.kind != TC_PROBE_BACKING) {
+			tc_err(h->ctx, "device %s: holds %s, not a tiercache backing (format it "
+			       "with `tiercache create backing`)", backing_spec, b->probe.what);
+			r = -EINVAL;
+			goto out;
+		}
+		if (tc_host_find(h, b->probe.name)) {
+			tc_err(h->ctx, "volume \"%s\": the host already serves a volume of that "
+			       "name", b->probe.name);
+			r = -EEXIST;
+			goto out;
+		}
+	}
+	/* An export serving the backing now stops for the switch. */
+	if (e)
+		export_freeze(e);
+	tc_volume *vol;
+	r = tc_cache_attach(c->cache, b->dev, settings, flags, &vol);
+	if (!r) {
+		if (e) {
+			atomic_store(&e->cache, c);
+			atomic_store(&e->vol, vol);
+			atomic_store(&e->state, TC_EXPORT_CACHED);
+		} else {
+			r = export_add(h, b, c, vol, TC_EXPORT_CACHED, &e);
+			if (r)
+				tc_volume_detach(vol, 0, NULL, NULL);
+		}
+	}
+	if (e)
+		export_thaw(e);
+	if (!r && out)
+		*out = e;
+out:
+	pthread_mutex_unlock(&h->mgmt);
+	return r;
+}
+
+int tc_host_detach(tc_host *h, tc_export *e, unsigned flags, tc_progress_fn fn,
+		   void *opaque)
+{
+	pthread_mutex_lock(&h->mgmt);
+	tc_volume *vol = atomic_load(&e->vol);
+	int r;
+	if (!vol) {
+		tc_err(h->ctx, "volume \"%s\": not attached to a cache", e->name);
+		r = -EINVAL;
+		goto out;
+	}
+	/* Drain while clients go on (their writes go write-through meanwhile), so the
+	 * freeze below only waits for what is left. */
+	if (!(flags & TC_DETACH_DISCARD_DIRTY)) {
+		r = tc_volume_flush_dirty(vol, fn, opaque);
+		if (r)
+			goto out;
+	}
+	export_freeze(e);
+	r = tc_volume_detach(vol, flags, fn, opaque);
+	if (!r) {
+		atomic_store(&e->vol, NULL);
+		atomic_store(&e->cache, NULL);
+		atomic_store(&e->state, TC_EXPORT_UNCACHED);
+	}
+	export_thaw(e);
+out:
+	pthread_mutex_unlock(&h->mgmt);
+	return r;
+}
