@@ -31,7 +31,8 @@ MESON_TEST = $(MESON) test --print-errorlogs --num-processes 2
 # fs.exists).  Meson cannot notice a file appearing, so when this list changes the
 # build directory is reconfigured.  The list is kept in DIR/.tc-probe.
 PROBE = LC_ALL=C ls -1d tests/unit/test_*.c tests/stress/meson.build \
-	tests/integration/meson.build bench/bench_hit.c 2>/dev/null || true
+	tests/integration/meson.build tests/integration/test-*.sh bench/bench_hit.c \
+	2>/dev/null || true
 
 # $(call configure,DIR,SETUP-OPTIONS): set up DIR, or reconfigure it when PROBE changed.
 # A directory left without build.ninja by an interrupted setup is set up again (with

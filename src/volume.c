@@ -21,12 +21,15 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "ctx.h"
 #include "tiercache.h"
 
 struct host_dev {
 	char *spec;                /* as given */
+	dev_t st_dev;              /* identity of the file behind (stat), to match specs */
+	ino_t st_ino;
 	tc_dev *dev;
 	struct tc_probe probe;
 	tc_cache *cache;           /* an open cache */
@@ -84,14 +87,16 @@ static const char *spec_path(const char *spec)
 	return spec;
 }
 
-/* The host's device given as @spec (or with the same path), or NULL. */
+/* The host's device given as @spec, or with the same file behind it, or NULL. */
 static struct host_dev *host_dev_find(tc_host *h, const char *spec)
 {
 	struct host_dev *found = NULL;
+	struct stat st;
+	bool have = stat(spec_path(spec), &st) == 0;
 	pthread_mutex_lock(&h->lock);
 	for (unsigned i = 0; i < h->ndevs && !found; i++)
 		if (!strcmp(h->devs[i]->spec, spec) ||
-		    !strcmp(spec_path(h->devs[i]->spec), spec_path(spec)))
+		    (have && h->devs[i]->st_dev == st.st_dev && h->devs[i]->st_ino == st.st_ino))
 			found = h->devs[i];
 	pthread_mutex_unlock(&h->lock);
 	return found;
@@ -107,6 +112,11 @@ static int host_dev_open(tc_host *h, const char *spec, struct host_dev **out)
 	if (!d || !(d->spec = strdup(spec))) {
 		free(d);
 		return -ENOMEM;
+	}
+	struct stat st;
+	if (stat(spec_path(spec), &st) == 0) {
+		d->st_dev = st.st_dev;
+		d->st_ino = st.st_ino;
 	}
 	int r = tc_dev_open_spec(h->ctx, spec, h->opts.dev_flags, 0, h->opts.crash_seed,
 				 &d->dev);

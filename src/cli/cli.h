@@ -68,6 +68,10 @@ tc_ctx *cli_ctx(bool verbose);
 /* cli_human - "1.5 GiB" style rendering of @bytes into @buf. */
 const char *cli_human(uint64_t bytes, char *buf, size_t len);
 
+/* cli_abs_spec - @spec ("PATH", "crash:PATH", "emu:PROFILE:PATH") with its path made
+ * absolute, into @buf.  Returns 0, or -1 after a message naming the device. */
+int cli_abs_spec(const char *spec, char *buf, size_t len);
+
 /* cli_isatty_err - stderr is a terminal (progress bars are drawn only then). */
 bool cli_isatty_err(void);
 

@@ -275,7 +275,11 @@ int cmd_serve(int argc, char **argv)
 	}
 	av[n++] = (char *)plugin;
 	for (int i = optind; i < argc; i++) {
-		if (asprintf(&av[n++], "dev=%s", argv[i]) < 0)
+		/* Absolute paths: the server does not depend on this command's folder. */
+		char abs[PATH_MAX];
+		if (cli_abs_spec(argv[i], abs, sizeof(abs)))
+			return TC_EXIT_FAIL;
+		if (asprintf(&av[n++], "dev=%s", abs) < 0)
 			return TC_EXIT_FAIL;
 	}
 	if (asprintf(&av[n++], "control=%s", control) < 0)

@@ -10,6 +10,7 @@
 #include <errno.h>
 #include <getopt.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
@@ -618,8 +619,16 @@ int cmd_attach(int argc, char **argv)
 		       cli_usage("attach needs --cache DEVICE and --backing DEVICE, no operands");
 	}
 	json_object *req = request("attach", NULL);
-	json_object_object_add(req, "cache", json_object_new_string(o.cache));
-	json_object_object_add(req, "backing", json_object_new_string(o.backing));
+	/* The server runs in another folder: absolute paths. */
+	char cabs[PATH_MAX], babs[PATH_MAX];
+	if (cli_abs_spec(o.cache, cabs, sizeof(cabs)) ||
+	    cli_abs_spec(o.backing, babs, sizeof(babs))) {
+		json_object_put(req);
+		vopts_free(&o);
+		return TC_EXIT_FAIL;
+	}
+	json_object_object_add(req, "cache", json_object_new_string(cabs));
+	json_object_object_add(req, "backing", json_object_new_string(babs));
 	if (json_object_object_length(o.settings))
 		json_object_object_add(req, "settings", json_object_get(o.settings));
 	if (o.discard)

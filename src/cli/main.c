@@ -5,6 +5,7 @@
  */
 #include <errno.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
@@ -204,4 +205,24 @@ const char *cli_human(uint64_t b, char *buf, size_t len)
 bool cli_isatty_err(void)
 {
 	return isatty(STDERR_FILENO) == 1;
+}
+
+int cli_abs_spec(const char *spec, char *buf, size_t len)
+{
+	const char *path = spec;
+	if (!strncmp(spec, "crash:", 6))
+		path = spec + 6;
+	else if (!strncmp(spec, "emu:", 4) && strchr(spec + 4, ':'))
+		path = strchr(spec + 4, ':') + 1;
+	char abs[PATH_MAX];
+	if (!realpath(path, abs)) {
+		cli_err("device %s: %s", spec, strerror(errno));
+		return -1;
+	}
+	int n = snprintf(buf, len, "%.*s%s", (int)(path - spec), spec, abs);
+	if (n < 0 || (size_t)n >= len) {
+		cli_err("device %s: path too long", spec);
+		return -1;
+	}
+	return 0;
 }
