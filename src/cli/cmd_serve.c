@@ -253,7 +253,7 @@ int cmd_serve(int argc, char **argv)
 	}
 	const char *nbdkit = getenv("TC_NBDKIT") ? getenv("TC_NBDKIT") : "nbdkit";
 	/* nbdkit -f [-v] -t N (-U SOCK | -i HOST -p PORT) PLUGIN dev=... control=... seed=N */
-	char **av = calloc((size_t)(argc - optind) + 20, sizeof(char *));
+	char **av = calloc((size_t)(argc - optind) + 24, sizeof(char *));
 	int n = 0;
 	char tbuf[32], sbuf[48];
 	snprintf(tbuf, sizeof(tbuf), "%" PRIu64, threads);
@@ -285,6 +285,8 @@ int cmd_serve(int argc, char **argv)
 	if (asprintf(&av[n++], "control=%s", control) < 0)
 		return TC_EXIT_FAIL;
 	av[n++] = sbuf;
+	if (sock && asprintf(&av[n++], "socket=%s", sock) < 0)
+		return TC_EXIT_FAIL;
 	av[n] = NULL;
 	fflush(NULL);
 	if (fg) {

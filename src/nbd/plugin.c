@@ -5,7 +5,7 @@
  * tc_export_io(), and all caching lives in the library.
  *
  *   nbdkit [-U SOCKET] nbdkit-tiercache-plugin.so dev=SPEC [dev=SPEC ...]
- *          [control=PATH] [seed=N]
+ *          [control=PATH] [socket=SOCKET] [seed=N]
  *
  * `tiercache serve` builds this command line.  The library's threads start in
  * .after_fork (nbdkit may fork to the background after configuration, and threads do
@@ -34,6 +34,7 @@
 static char **specs;
 static unsigned nspecs;
 static char *control_path;
+static char *nbd_socket;       /* removed at cleanup (nbdkit leaves it behind) */
 static uint64_t crash_seed = 1;
 static tc_ctx *ctx;
 static tc_host *host;
@@ -57,6 +58,7 @@ static void tiercache_unload(void)
 		free(specs[i]);
 	free(specs);
 	free(control_path);
+	free(nbd_socket);
 }
 
 static int tiercache_config(const char *key, const char *value)
@@ -72,11 +74,15 @@ static int tiercache_config(const char *key, const char *value)
 	} else if (!strcmp(key, "control")) {
 		free(control_path);
 		control_path = strdup(value);
+	} else if (!strcmp(key, "socket")) {
+		free(nbd_socket);
+		nbd_socket = strdup(value);
 	} else if (!strcmp(key, "seed")) {
 		if (nbdkit_parse_uint64_t("seed", value, &crash_seed) == -1)
 			return -1;
 	} else {
-		nbdkit_error("unknown parameter \"%s\" (expected dev=, control=, seed=)", key);
+		nbdkit_error("unknown parameter \"%s\" (expected dev=, control=, socket=, seed=)",
+			     key);
 		return -1;
 	}
 	return 0;
@@ -94,6 +100,7 @@ static int tiercache_config_complete(void)
 #define tiercache_config_help \
 	"dev=SPEC        (required, repeatable) a device: PATH, crash:PATH, emu:PROFILE:PATH\n" \
 	"control=PATH    control socket for the tiercache command\n" \
+	"socket=PATH     the NBD unix socket (-U), removed at shutdown\n" \
 	"seed=N          seed of crash: devices"
 
 /* {"op":"power_cut"}: the debug hook of end-to-end power-loss tests.  Unflushed writes
@@ -106,6 +113,8 @@ static void power_cut(void *opaque)
 	nbdkit_error("debug power-cut: %d crash device(s) cut, exiting", n);
 	if (control_path)
 		unlink(control_path);
+	if (nbd_socket)
+		unlink(nbd_socket);
 	_exit(137);
 }
 
@@ -155,6 +164,8 @@ static void tiercache_cleanup(void)
 	if (ctx)
 		tc_ctx_free(ctx);
 	ctx = NULL;
+	if (nbd_socket)
+		unlink(nbd_socket);
 }
 
 static int tiercache_list_exports(int readonly, int is_tls, struct nbdkit_exports *exports)
