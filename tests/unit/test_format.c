@@ -158,6 +158,7 @@ static void make_backing_sb(uint64_t *s, struct tc_backing_sb *sb)
 		rnd_uuid(s, sb->cache_uuid);
 	sb->attach_gen = rnd(s);
 	rnd_settings(s, &sb->settings);
+	sb->stripe_size = rnd(s) & 1 ? 0 : 4096u << rnd_range(s, 0, 12);
 }
 
 /* Entries: every 7th of the first @nentries is a free slot, the rest random. */
@@ -424,6 +425,9 @@ static void backing_sb_table(const struct tc_backing_sb *sb, struct table *t)
 	ROW(t, b, tc_backing_sb_disk, cache_uuid, FREE, 0);
 	ROW(t, b, tc_backing_sb_disk, attach_gen, FREE, 0);
 	settings_rows(t, offsetof(struct tc_backing_sb_disk, settings), "settings");
+	ROW(t, b, tc_backing_sb_disk, stripe_size, BAD_INT, 3 * 4096);
+	alt(ROW(t, b, tc_backing_sb_disk, stripe_size, BAD_INT, 2048));
+	alt(ROW(t, b, tc_backing_sb_disk, stripe_size, BAD_INT, TC_STRIPE_MAX * 2));
 	ROW(t, b, tc_backing_sb_disk, pad, RESERVED, 0);
 	ROW(t, b, tc_backing_sb_disk, checksum, CHECKSUM, 0);
 }
@@ -833,6 +837,7 @@ static void test_backing_sb_roundtrip(void **state)
 	assert_string_equal((const char *)buf + 32, in.name);
 	assert_int_equal(get_le(buf + 72, 8), TC_BACKING_DATA_OFFSET);
 	assert_int_equal(get_le(buf + 104, 8), in.attach_gen);
+	assert_int_equal(get_le(buf + 136, 4), in.stripe_size);
 }
 
 static void test_md_block_roundtrip(void **state)
