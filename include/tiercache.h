@@ -185,16 +185,22 @@ int tc_dev_open_spec(tc_ctx *ctx, const char *spec, unsigned flags, uint64_t siz
 
 /*
  * tc_dev_new_emu - an emulated device: the data lives in the file @path, and every
- * request takes the service time of the modelled device @profile (an HDD with seek,
- * rotation and transfer, or an SSD with latency, parallelism and a bandwidth cap).
- * @profile: a profile name ("hdd", "sata-ssd", "nvme-ssd": files in the profile
- * folder, see profiles/README.md) or a path to a profile file.
- * Clock: in a threaded context requests complete after their modelled time (the
- * device sleeps); in a deterministic context a request completes when the virtual
- * clock reaches its modelled completion time (tc_ctx_next_deadline() tells the caller
- * how far to advance).
- * @flags/@size: as tc_dev_open_file.  Errors: -ENOENT (profile or file), -EINVAL (a bad
- * profile: the message names the file, line and key), -errno.
+ * request takes the service time of the modelled device @profile: an HDD (seek by
+ * distance, rotation, transfer, one actuator, NCQ reordering) or an SSD (latency,
+ * parallelism, a bandwidth cap).  Backend "emu", logical block size 512, name @path.
+ * @profile: a name ("hdd", "sata-ssd", "nvme-ssd"), looked up as NAME.conf in
+ * $TC_PROFILE_DIR or else the folder fixed at build time, or a path to a profile file
+ * (it contains a '/' or ends in ".conf").  profiles/README.md documents the keys.
+ * Clock: in a threaded context a device thread does the file I/O and completes each
+ * request when CLOCK_MONOTONIC reaches its modelled completion time (queueing
+ * included); in a deterministic context nothing sleeps: a request completes inside
+ * tc_ctx_poll() once the virtual clock reaches that time (tc_ctx_next_deadline() tells
+ * the caller how far to advance).
+ * @flags: TC_DEV_CREATE, TC_DEV_READONLY (writes fail with -EROFS), TC_DEV_EXCLUSIVE;
+ * TC_DEV_BUFFERED is implied.  @size: as tc_dev_open_file.
+ * Errors: -ENOENT (profile or file), -EINVAL (a bad profile: the message names the
+ * file, line and key; a bad size), -EBUSY (TC_DEV_EXCLUSIVE and the file is locked),
+ * -ENOMEM, -errno.  Thread-safe like every device: submit from any thread.
  */
 int tc_dev_new_emu(tc_ctx *ctx, const char *profile, const char *path, unsigned flags,
 		   uint64_t size, tc_dev **out);
