@@ -28,6 +28,7 @@
 #define BENCH_NAME "tc-bench-fill"
 #include "bench_common.h"
 #include "cache_priv.h"   /* valid_bytes(): the map, for the byte hit ratio */
+#include "bench/trace.h"  /* the trace readers of `tiercache replay` */
 
 #define TICK_NS 10000000ull        /* the engine's timer period (TC_TICK_NS) */
 #define MAX_TRACES 8
@@ -205,96 +206,37 @@ static const char *base_name(const char *p)
 	return s ? s + 1 : p;
 }
 
-/* VSCSI v1 (libCacheSim's vscsi reader): 32-byte little-endian records. */
-static void load_vscsi(struct loader *l, FILE *f)
+/* Read the trace with the replay tool's readers (src/bench/trace.c): every request in
+ * file order, each device of an MQSim trace merged into the one volume (as MQSim
+ * does: the device number is ignored). */
+static void load_records(struct loader *l)
 {
-	unsigned char rec[32];
 	struct trace *t = l->t;
-	uint64_t t0 = 0;
-	bool first = true;
+	struct tc_trace *tr;
+	char err[1024];
+	int r = tc_trace_load(t->path, t->fmt == FMT_VSCSI ? TC_TRACE_VSCSI : TC_TRACE_MQSIM,
+			      NULL, &tr, err, sizeof(err));
 
-	while (fread(rec, 1, sizeof(rec), f) == sizeof(rec)) {
-		uint32_t len = (uint32_t)rec[4] | (uint32_t)rec[5] << 8 | (uint32_t)rec[6] << 16 |
-			       (uint32_t)rec[7] << 24;
-		uint16_t cmd = (uint16_t)(rec[12] | rec[13] << 8);
-		uint16_t ver = (uint16_t)(rec[14] | rec[15] << 8);
-		uint64_t lbn = 0, ts = 0;
-
-		for (int i = 7; i >= 0; i--) {
-			lbn = lbn << 8 | rec[16 + i];
-			ts = ts << 8 | rec[24 + i];
-		}
-		t->records++;
-		if (ver >> 8 != 1) {
-			fprintf(stderr, "tc-bench-fill: %s: record %" PRIu64 ": version field 0x%x "
-				"is not VSCSI v1 (0x01xx)\n", t->path, t->records, ver);
-			exit(1);
-		}
-		if (first) {
-			t0 = ts;
-			first = false;
-		}
-		uint64_t t_ns = (ts >= t0 ? ts - t0 : 0) * 1000;
-		bool rd = cmd == 0x28 || cmd == 0x08 || cmd == 0xa8 || cmd == 0x88;
-		bool wr = cmd == 0x2a || cmd == 0x0a || cmd == 0xaa || cmd == 0x8a;
-
-		if (!rd && !wr) {
-			t->skipped_op++;
-			continue;
-		}
-		loader_add(l, lbn * TC_SECTOR_SIZE, len, t_ns, wr);
+	if (r) {
+		fprintf(stderr, "tc-bench-fill: %s\n", err);
+		exit(1);
 	}
-	if (ferror(f))
-		die(t->path, errno);
-}
-
-/* MQSim ASCII: "arrival_ns device lba_sectors size_sectors type(0 write, 1 read)". */
-static void load_mqsim(struct loader *l, FILE *f)
-{
-	char line[512];
-	struct trace *t = l->t;
-	uint64_t t0 = 0, devmask[4] = { 0 };
-	bool first = true;
-
-	while (fgets(line, sizeof(line), f)) {
-		unsigned long long at, dev, lba, size, type;
-		char *p = line;
-
-		while (*p == ' ' || *p == '\t')
-			p++;
-		if (*p == '\n' || *p == '\0' || *p == '#')
-			continue;
-		t->records++;
-		if (sscanf(p, "%llu %llu %llu %llu %llu", &at, &dev, &lba, &size, &type) != 5) {
-			fprintf(stderr, "tc-bench-fill: %s: line %" PRIu64 " is not \"arrival_ns "
-				"device lba size type\"\n", t->path, t->records);
-			exit(1);
-		}
-		if (dev < 256)
-			devmask[dev / 64] |= 1ull << (dev % 64);
-		if (first) {
-			t0 = at;
-			first = false;
-		}
-		if (type > 1) {
-			t->skipped_op++;
-			continue;
-		}
-		loader_add(l, (uint64_t)lba * TC_SECTOR_SIZE, (uint64_t)size * TC_SECTOR_SIZE,
-			   at >= t0 ? at - t0 : 0, type == 0);
-	}
-	if (ferror(f))
-		die(t->path, errno);
-	for (int i = 0; i < 4; i++)
-		t->devices += (unsigned)__builtin_popcountll(devmask[i]);
+	t->records = tr->records;
+	t->skipped_op = tr->skipped_op;
+	t->skipped_empty = tr->skipped_empty;
+	t->unaligned = tr->unaligned;        /* the reader aligned them already */
+	t->devices = tr->nvols;
+	for (size_t i = 0; i < tr->n; i++)
+		loader_add(l, tr->req[i].offset, tr->req[i].length, tr->req[i].t_ns,
+			   tr->req[i].write);
+	tc_trace_free(tr);
 }
 
 static void load_trace(struct trace *t)
 {
 	struct loader l = { .t = t };
-	FILE *f = fopen(t->path, "rb");
 
-	if (!f) {
+	if (access(t->path, R_OK)) {
 		fprintf(stderr, "tc-bench-fill: %s: %s (set $TC_TRACES_DIR or use --trace)\n",
 			t->path, strerror(errno));
 		exit(1);
@@ -304,11 +246,7 @@ static void load_trace(struct trace *t)
 	if (real)
 		t->path = real;   /* kept until exit */
 	t->name = base_name(t->path);
-	if (t->fmt == FMT_VSCSI)
-		load_vscsi(&l, f);
-	else
-		load_mqsim(&l, f);
-	fclose(f);
+	load_records(&l);
 	if (!l.n) {
 		fprintf(stderr, "tc-bench-fill: %s: no read or write request\n", t->path);
 		exit(1);
@@ -819,6 +757,8 @@ static void usage(FILE *f)
 "    cache-device reads.\n"
 "\n"
 "    Trace formats:\n"
+"    The files are read by the readers of `tiercache replay` (src/bench/trace.c):\n"
+"    plain or gzip/bzip2/xz/zstd compressed, told apart by their first bytes.\n"
 "    vscsi  VSCSI v1 as read by libCacheSim: 32-byte little-endian records u32 sn,\n"
 "           u32 len (bytes), u32 nSG, u16 cmd, u16 ver (0x01xx), u64 lbn (512-byte\n"
 "           sectors), u64 ts (microseconds).  SCSI READ(6/10/12/16) are reads,\n"

@@ -1,0 +1,1208 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * cmd_replay.c - `tiercache replay`: replay a real block trace through a cached volume
+ * (the library on emulated devices, virtual clock) or against a served volume over NBD
+ * (real clock), and report hit ratios, IOPS, latency and writeback.
+ *
+ * The work is in src/bench/ (trace.c reads the formats, replay.c drives the requests,
+ * hist.c keeps the latencies); this file parses the command line, makes and removes the
+ * temporary folder, draws the progress bar and prints the report.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <json-c/json.h>
+#include <math.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "cli.h"
+#include "replay.h"
+#include "trace.h"
+
+#define MAX_SIZES 32
+
+static const char replay_help[] =
+"NAME\n"
+"    tiercache replay - replay a real block trace through a cached volume\n"
+"\n"
+"SYNOPSIS\n"
+"    tiercache replay TRACE --format FMT [--trace-volume ID] [--limit N]\n"
+"                     [--target URI] [--speed X | --queue-depth N] [--warmup N]\n"
+"                     [--cache-size SIZE|P% | --cache-sizes LIST] [--line-size SIZE]\n"
+"                     [--write-policy wt|wb|wa|pt] [--replacement lru|s3fifo]\n"
+"                     [--seq-cutoff SIZE] [--devices emu|file|memory]\n"
+"                     [--hdd-profile P] [--ssd-profile P] [--volume-cap SIZE]\n"
+"                     [--tmpdir DIR] [--seed N] [--max-bad-lines N]\n"
+"                     [--max-inflight N] [--json] [--quiet]\n"
+"\n"
+"DESCRIPTION\n"
+"    Reads the block trace TRACE (plain, or gzip, bzip2, xz or zstd compressed:\n"
+"    recognised by the file's first bytes, not its name; \"-\" reads standard input)\n"
+"    and replays its reads and writes.\n"
+"\n"
+"    Without --target (library mode, the default) the requests go through\n"
+"    libtiercache in a deterministic context: a virtual clock that jumps from one\n"
+"    event to the next, so hours of trace replay in seconds and the same --seed\n"
+"    gives the same figures.  The volume is made in a temporary folder under\n"
+"    --tmpdir: an emulated HDD as backing (profile --hdd-profile) and an emulated\n"
+"    SATA SSD as cache (--ssd-profile), both sparse files, removed at the end (also\n"
+"    on error and on Ctrl-C).  The cache holds 10 % of the trace's footprint (the\n"
+"    distinct 4 KiB pages it touches) unless --cache-size says otherwise.  Latencies\n"
+"    are those of the emulated devices on the virtual clock.\n"
+"\n"
+"    With --target URI the requests go to a served volume over NBD (libnbd,\n"
+"    asynchronous commands on one connection) on the real clock.  The client cannot\n"
+"    see the server's cache: hit ratios are reported as n/a (null in JSON).\n"
+"\n"
+"    Driving: by default the trace's timestamps are honoured (timed, open loop):\n"
+"    each request is submitted at its arrival time divided by --speed, whatever is\n"
+"    still in flight, and its latency counts from its arrival time, so queueing\n"
+"    behind a slow disk shows.  With --queue-depth N the timestamps are ignored and\n"
+"    N requests are kept in flight (closed loop): IOPS then measure what the volume\n"
+"    can do.\n"
+"\n"
+"    Layout: every source volume of a multi-volume trace (an MSR disk, a SYSTOR LUN,\n"
+"    a Tencent or Alibaba volume, an MQSim device) gets its own region of the one\n"
+"    replayed volume, regions back to back on 1 MiB boundaries; --trace-volume ID\n"
+"    replays one of them only.  A region is its volume's extent (highest byte\n"
+"    touched) unless the whole does not fit (the target's size, or --volume-cap):\n"
+"    then the space is shared out fairly and offsets beyond a region are folded\n"
+"    into it (offset modulo the region size); folded requests are counted.\n"
+"\n"
+"    Hits (library mode): just before a request is submitted the cache's map is\n"
+"    looked up; a request is a hit when every byte of it lies in a valid 4 KiB unit\n"
+"    of a cached line, and its hit bytes are those that do.  hit_ratio is per\n"
+"    request, byte_hit_ratio per byte; line_hit_ratio is the engine's own count, per\n"
+"    cache line touched by a request (partial hits count as misses).  A miss ratio\n"
+"    is 1 - hit ratio.\n"
+"\n"
+"OPTIONS\n"
+"    -f, --format FMT       the trace format (see FORMATS); required\n"
+"    --trace-volume ID      replay only the source volume ID (as the trace names\n"
+"                           it: MSR \"hm_0\", SYSTOR LUN, Tencent VolumeID, ...)\n"
+"    --limit N              replay only the first N requests (in file order;\n"
+"                           SYSTOR traces are sorted after the cut)\n"
+"    --max-bad-lines N      skip up to N malformed lines (counted, the first one\n"
+"                           shown) instead of failing on the first (default 0)\n"
+"    --target URI           replay against an NBD export: nbd://HOST[:PORT]/NAME\n"
+"                           or nbd+unix:///NAME?socket=PATH\n"
+"    --speed X              timed mode: replay X times faster than recorded\n"
+"                           (default 1; 0.5 is half speed)\n"
+"    --queue-depth N        closed loop with N requests in flight, 1..65536\n"
+"    --max-inflight N       timed mode: at most N requests in flight; later ones\n"
+"                           wait and count as late (default 4096)\n"
+"    --warmup N             replay the first N requests without measuring them:\n"
+"                           counters and latencies start after them\n"
+"    --cache-size SIZE|P%   the cache's data area: bytes (K/M/G/T) or a percentage\n"
+"                           of the footprint (default 10%); at least 16 lines\n"
+"    --cache-sizes LIST     replay once per size of the comma-separated LIST (as\n"
+"                           --cache-size, e.g. 1%,5%,10%,20%) and print the\n"
+"                           miss-ratio curve\n"
+"    --line-size SIZE       cache line, a power of two 4K..64K (default 64K)\n"
+"    --write-policy P       wt, wb, wa or pt (default wb)\n"
+"    --replacement R        lru or s3fifo (default s3fifo)\n"
+"    --seq-cutoff SIZE      sequential streams this long bypass the cache; 0 = off\n"
+"                           (default 4M, the library's default)\n"
+"    --devices D            emu (default): emulated HDD and SSD with service\n"
+"                           times; file: sparse files, no service time (virtual\n"
+"                           time stands still, latencies are 0); memory: RAM,\n"
+"                           no service time, for volumes that fit in memory.  When\n"
+"                           this build has no emulated devices, emu falls back to\n"
+"                           file with a warning\n"
+"    --hdd-profile P        emulated backing: a profile name or file (default hdd)\n"
+"    --ssd-profile P        emulated cache: a profile name or file (default\n"
+"                           sata-ssd); names are looked up in $TC_PROFILE_DIR\n"
+"    --volume-cap SIZE      library mode: the largest volume to create (default\n"
+"                           8T; the files are sparse)\n"
+"    --tmpdir DIR           where the temporary folder goes (default $TMPDIR, else\n"
+"                           /tmp).  The emulated devices' FLUSH is a real\n"
+"                           fdatasync: on a tmpfs such as /dev/shm replays run\n"
+"                           several times faster (the files take RAM there: up\n"
+"                           to the footprint plus the cache)\n"
+"    --seed N               seed of the deterministic context (default 1)\n"
+"    --json                 print one JSON object instead of the tables\n"
+"    -q, --quiet            no progress bar (it is drawn only when stderr is a\n"
+"                           terminal anyway)\n"
+"    -h, --help             this text\n"
+"\n"
+"FORMATS\n"
+"    A sector is 512 bytes; binary formats are little-endian.  Text formats may\n"
+"    start with a header line; blank lines and lines starting with # are skipped.\n"
+"    vscsi            VSCSI v1, 32-byte records: u32 sn, u32 len (bytes), u32 nSG,\n"
+"                     u16 cmd (SCSI opcode), u16 ver (0x01xx), u64 lbn (sector),\n"
+"                     u64 ts (us); v2, 40 bytes: u16 cmd, u16 ver (0x02xx), u32 sn,\n"
+"                     u32 len, u32 nSG, u64 lbn, u64 ts, u64 rt.  The first record\n"
+"                     tells the version.  READ(6/10/12/16) and WRITE(6/10/12/16)\n"
+"                     are replayed, other commands skipped and counted\n"
+"    libcachesim-csv  version,time,op,size,lbn: seconds, hex opcode (28 read,\n"
+"                     2a write), bytes, sectors\n"
+"    msr              MSR Cambridge: Timestamp,Hostname,DiskNumber,Type,Offset,\n"
+"                     Size,ResponseTime: Windows FILETIME (100 ns ticks), Read or\n"
+"                     Write, bytes.  Source volume: HOSTNAME_DISKNUMBER (hm_0)\n"
+"    systor           SYSTOR'17: Timestamp,Response,IOType,LUN,Offset,Size: epoch\n"
+"                     seconds with fraction, R or W, bytes.  Not sorted by time in\n"
+"                     the files: sorted when read.  Source volume: LUN\n"
+"    tencent          Tencent CBS: Timestamp,Offset,Size,IOType,VolumeID: seconds,\n"
+"                     sectors, 0 read / 1 write.  Source volume: VolumeID\n"
+"    mqsim            MQSim/DiskSim ASCII: arrival_time device lba size type,\n"
+"                     blank-separated: ns, sectors, 0 write / 1 read.  Source\n"
+"                     volume: device\n"
+"    alibaba          Alibaba block traces: device_id,opcode,offset,length,\n"
+"                     timestamp: R or W, bytes, microseconds.  Source volume:\n"
+"                     device_id\n"
+"    Offsets and ends are rounded to 512 bytes (counted as unaligned); requests of\n"
+"    length 0 are skipped; longer than 32 MiB are cut (counted).\n"
+"\n"
+"OUTPUT\n"
+"    A table on stdout: the trace, the layout, the cache; requests, request, byte\n"
+"    and line hit ratios for reads, writes and all; IOPS and throughput over the\n"
+"    replay clock; latency mean, percentiles and a histogram; the engine's\n"
+"    promotions, evictions, bypasses, dirty data (peak and at the end), writeback;\n"
+"    the traffic of the backing and cache devices; the replay's own speed.  A\n"
+"    progress bar goes to stderr when it is a terminal.\n"
+"\n"
+"    --json prints one object with at least: requests, reads, writes, hit_ratio,\n"
+"    read_hit_ratio, write_hit_ratio (per request), byte_hit_ratio,\n"
+"    read_byte_hit_ratio, write_byte_hit_ratio (per byte), line_hit_ratio,\n"
+"    read_line_hit_ratio, write_line_hit_ratio (per cache line, engine counters),\n"
+"    iops, throughput_bytes_per_s, elapsed_s, latency_us {mean, p50, p90, p99,\n"
+"    p999, max, read {...}, write {...}}, latency_histogram_us [{le, count}],\n"
+"    cache {...}, backing_device {...}, cache_device {...}, trace {...},\n"
+"    layout {...}, config {...}.  Ratios are null when not known (NBD mode) or\n"
+"    not defined (no request of that kind).  With --cache-sizes: {trace, layout,\n"
+"    runs: [one object as above per size], mrc: [{cache_bytes,\n"
+"    fraction_of_footprint, miss_ratio, byte_miss_ratio, line_miss_ratio,\n"
+"    read_miss_ratio}]}.\n"
+"\n"
+"    Percentiles and histogram counts come from a log-linear histogram with\n"
+"    buckets at most 0.8 % wide; mean, min and max are exact.\n"
+"\n"
+"EXAMPLES\n"
+"    Replay the CloudPhysics trace on a cache of 10 % of its footprint:\n"
+"        tiercache replay cloudPhysicsIO.vscsi --format vscsi\n"
+"    The miss-ratio curve at four cache sizes, as JSON:\n"
+"        tiercache replay cloudPhysicsIO.vscsi -f vscsi --cache-sizes 1%,5%,10%,20% --json\n"
+"    One volume of a compressed Tencent trace, 32 requests in flight:\n"
+"        tiercache replay cbs_trace1.csv.bz2 -f tencent --trace-volume 1063 \\\n"
+"            --queue-depth 32 --limit 1000000\n"
+"    Against a served volume, twice as fast as recorded:\n"
+"        tiercache replay hm_0.csv.gz -f msr --speed 2 \\\n"
+"            --target 'nbd+unix:///vol0?socket=/run/tiercache/nbd.sock'\n"
+"\n"
+"EXIT STATUS\n"
+"    0 the replay ran; 1 it failed (the trace cannot be read: the message names the\n"
+"    file, line and value; a device or the connection failed) or was interrupted;\n"
+"    2 bad usage.\n";
+
+/* ------------------------------------------------------------------------------------
+ * Options.
+ */
+
+struct cache_size {
+	bool pct;
+	double fraction;           /* of the footprint, when pct */
+	uint64_t bytes;            /* otherwise */
+	char text[32];
+};
+
+struct ropts {
+	const char *trace;
+	int fmt;
+	struct tc_trace_opts topts;
+	const char *target;
+	double speed;
+	unsigned qd;
+	unsigned max_inflight;
+	uint64_t warmup;
+	struct cache_size sizes[MAX_SIZES];
+	int nsizes;
+	bool mrc;
+	uint32_t line_size;
+	int write_policy, replacement;
+	uint64_t seq_cutoff;
+	bool seq_cutoff_set;
+	enum tc_replay_devices devices;
+	const char *hdd_profile, *ssd_profile;
+	uint64_t volume_cap;
+	const char *tmpdir;
+	uint64_t seed;
+	bool json, quiet;
+};
+
+static int parse_cache_size(const char *opt, const char *arg, struct cache_size *cs)
+{
+	size_t n = strlen(arg);
+
+	memset(cs, 0, sizeof(*cs));
+	snprintf(cs->text, sizeof(cs->text), "%s", arg);
+	if (n > 1 && arg[n - 1] == '%') {
+		char buf[32], *end;
+		if (n >= sizeof(buf))
+			goto bad;
+		memcpy(buf, arg, n - 1);
+		buf[n - 1] = '\0';
+		errno = 0;
+		double v = strtod(buf, &end);
+		if (errno || *end || end == buf || !(v > 0) || v > 100000)
+			goto bad;
+		cs->pct = true;
+		cs->fraction = v / 100.0;
+		return 0;
+	}
+	if (cli_size(opt, arg, &cs->bytes))
+		return -1;
+	if (cs->bytes == 0)
+		goto bad;
+	return 0;
+bad:
+	cli_usage("%s: \"%s\" is neither a size (K/M/G/T) nor a percentage of the footprint "
+		  "(e.g. 10%%) above 0", opt, arg);
+	return -1;
+}
+
+static int parse_double(const char *opt, const char *arg, double lo, double hi, double *out)
+{
+	char *end;
+	errno = 0;
+	double v = strtod(arg, &end);
+
+	if (errno || end == arg || *end || !(v >= lo) || !(v <= hi)) {
+		cli_usage("%s: \"%s\" is not a number from %g to %g", opt, arg, lo, hi);
+		return -1;
+	}
+	*out = v;
+	return 0;
+}
+
+/* ------------------------------------------------------------------------------------
+ * Signals and the progress bar.
+ */
+
+static volatile sig_atomic_t stop_flag;
+
+static void on_signal(int sig)
+{
+	stop_flag = 1;
+	signal(sig, SIG_DFL);      /* a second one ends the process at once */
+}
+
+struct bar {
+	bool on;
+	const char *label;
+	uint64_t last_ns;
+	bool drawn;
+};
+
+static uint64_t wall_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static void bar_draw(void *opaque, uint64_t done, uint64_t total, uint64_t clock_ns)
+{
+	struct bar *b = opaque;
+	uint64_t now = wall_ns();
+
+	if (!b->on || (now - b->last_ns < 100000000ull && done < total))
+		return;
+	b->last_ns = now;
+	double f = total ? (double)done / (double)total : 1;
+	int width = 30, full = (int)(f * width);
+	char bar[64];
+	for (int i = 0; i < width; i++)
+		bar[i] = i < full ? '#' : '.';
+	bar[width] = '\0';
+	fprintf(stderr, "\r%s [%s] %5.1f%% %" PRIu64 "/%" PRIu64 " requests, clock %.1f s ",
+		b->label, bar, f * 100, done, total, (double)clock_ns / 1e9);
+	fflush(stderr);
+	b->drawn = true;
+}
+
+static void bar_clear(struct bar *b)
+{
+	if (b->drawn) {
+		fprintf(stderr, "\r\033[K");
+		fflush(stderr);
+		b->drawn = false;
+	}
+}
+
+/* ------------------------------------------------------------------------------------
+ * Figures.
+ */
+
+/* A ratio, or NaN when the denominator is 0 (printed n/a, JSON null). */
+static double ratio(uint64_t a, uint64_t b)
+{
+	return b ? (double)a / (double)b : NAN;
+}
+
+struct figures {
+	double hit, read_hit, write_hit;
+	double byte_hit, read_byte_hit, write_byte_hit;
+	double line_hit, read_line_hit, write_line_hit;
+	double iops, bps;
+};
+
+static void figures_of(const struct tc_replay_result *r, struct figures *f)
+{
+	const struct tc_volume_stats *vs = &r->vs;
+
+	if (!r->library) {
+		f->hit = f->read_hit = f->write_hit = NAN;
+		f->byte_hit = f->read_byte_hit = f->write_byte_hit = NAN;
+		f->line_hit = f->read_line_hit = f->write_line_hit = NAN;
+	} else {
+		f->hit = ratio(r->read_hits + r->write_hits, r->requests);
+		f->read_hit = ratio(r->read_hits, r->reads);
+		f->write_hit = ratio(r->write_hits, r->writes);
+		f->byte_hit = ratio(r->read_hit_bytes + r->write_hit_bytes,
+				    r->read_bytes + r->write_bytes);
+		f->read_byte_hit = ratio(r->read_hit_bytes, r->read_bytes);
+		f->write_byte_hit = ratio(r->write_hit_bytes, r->write_bytes);
+		uint64_t rl = vs->read_hits + vs->read_partial_hits + vs->read_misses;
+		uint64_t wl = vs->write_hits + vs->write_partial_hits + vs->write_misses;
+		f->line_hit = ratio(vs->read_hits + vs->write_hits, rl + wl);
+		f->read_line_hit = ratio(vs->read_hits, rl);
+		f->write_line_hit = ratio(vs->write_hits, wl);
+	}
+	double secs = (double)r->elapsed_ns / 1e9;
+	f->iops = secs > 0 ? (double)r->requests / secs : NAN;
+	f->bps = secs > 0 ? (double)(r->read_bytes + r->write_bytes) / secs : NAN;
+}
+
+static double fraction_of(const struct tc_replay_result *r, const struct tc_replay_map *m)
+{
+	return m->footprint ? (double)r->cache_bytes / (double)m->footprint : NAN;
+}
+
+/* Histogram bounds, ns: 1-2-5 steps from 1 us to 100 s. */
+static const uint64_t hist_bounds[] = {
+	1000ull, 2000ull, 5000ull, 10000ull, 20000ull, 50000ull, 100000ull, 200000ull,
+	500000ull, 1000000ull, 2000000ull, 5000000ull, 10000000ull, 20000000ull, 50000000ull,
+	100000000ull, 200000000ull, 500000000ull, 1000000000ull, 2000000000ull,
+	5000000000ull, 10000000000ull, 20000000000ull, 50000000000ull, 100000000000ull,
+};
+#define NBOUNDS (sizeof(hist_bounds) / sizeof(hist_bounds[0]))
+
+/* Counts per bound: values in (previous bound, bound]; the last slot is above all. */
+static void hist_bins(const struct tc_hist *h, uint64_t *bins)
+{
+	uint64_t prev = 0;
+
+	for (size_t i = 0; i < NBOUNDS; i++) {
+		uint64_t below = tc_hist_count_below(h, hist_bounds[i] + 1);
+		bins[i] = below - prev;
+		prev = below;
+	}
+	bins[NBOUNDS] = h->count - prev;
+}
+
+static const char *us_text(uint64_t ns, char *buf, size_t len)
+{
+	if (ns >= 1000000000ull)
+		snprintf(buf, len, "%.2f s", (double)ns / 1e9);
+	else if (ns >= 1000000ull)
+		snprintf(buf, len, "%.2f ms", (double)ns / 1e6);
+	else
+		snprintf(buf, len, "%.1f us", (double)ns / 1e3);
+	return buf;
+}
+
+static const char *ratio_text(double v, char *buf, size_t len)
+{
+	if (isnan(v))
+		snprintf(buf, len, "n/a");
+	else
+		snprintf(buf, len, "%.4f", v);
+	return buf;
+}
+
+/* ------------------------------------------------------------------------------------
+ * Table output.
+ */
+
+static void print_trace(const struct tc_trace *t, const struct tc_replay_map *m,
+			const struct ropts *o)
+{
+	char h1[32], h2[32], h3[32], h4[32];
+
+	printf("trace     %s (%s", t->path, tc_trace_fmt_name(t->fmt));
+	if (t->fmt == TC_TRACE_VSCSI)
+		printf(" v%d", t->vscsi_version);
+	printf(", %s)\n", t->comp == TC_COMP_NONE ? "uncompressed" : tc_comp_name(t->comp));
+	printf("          %zu requests (%.1f %% reads), %s read, %s written, %.1f s of trace "
+	       "time\n", t->n, 100.0 * (double)t->reads / (double)t->n,
+	       cli_human(t->read_bytes, h1, sizeof(h1)), cli_human(t->write_bytes, h2, sizeof(h2)),
+	       (double)t->duration_ns / 1e9);
+	printf("          %" PRIu64 " records; skipped: %" PRIu64 " other commands, %" PRIu64
+	       " empty, %" PRIu64 " other volumes, %" PRIu64 " malformed; %" PRIu64
+	       " unaligned, %" PRIu64 " cut%s%s\n", t->records, t->skipped_op, t->skipped_empty,
+	       t->skipped_volume, t->bad, t->unaligned, t->clipped,
+	       t->sorted ? ", sorted by time" : "", t->limited ? ", stopped at --limit" : "");
+	if (t->bad)
+		printf("          first malformed record: %s\n", t->first_bad);
+	printf("layout    %" PRIu32 " source volume%s of %" PRIu32 " in the trace%s%s; volume %s "
+	       "(extents %s); %" PRIu64 " requests folded; footprint %s\n",
+	       m->regions, m->regions == 1 ? "" : "s", t->nvols,
+	       o->topts.volume ? ": " : "", o->topts.volume ? o->topts.volume : "",
+	       cli_human(m->total, h1, sizeof(h1)), cli_human(m->extent, h2, sizeof(h2)),
+	       m->folded, cli_human(m->footprint, h3, sizeof(h3)));
+	(void)h4;
+}
+
+static void print_lat_row(const char *name, const struct tc_hist *h)
+{
+	char a[6][24];
+
+	if (!h->count) {
+		printf("  %-6s %10s\n", name, "-");
+		return;
+	}
+	printf("  %-6s %10s %10s %10s %10s %10s %10s\n", name,
+	       us_text((uint64_t)tc_hist_mean(h), a[0], 24),
+	       us_text(tc_hist_percentile(h, 50), a[1], 24),
+	       us_text(tc_hist_percentile(h, 90), a[2], 24),
+	       us_text(tc_hist_percentile(h, 99), a[3], 24),
+	       us_text(tc_hist_percentile(h, 99.9), a[4], 24),
+	       us_text(h->max, a[5], 24));
+}
+
+static void print_result(const struct tc_replay_result *r, const struct tc_replay_map *m,
+			 const struct ropts *o)
+{
+	struct figures f;
+	char h1[32], h2[32], h3[32], h4[32], a[3][16];
+
+	figures_of(r, &f);
+	if (r->library)
+		printf("cache     %s (%" PRIu64 " lines of %s, %.1f %% of the footprint) on %s "
+		       "devices; %s, %s\n", cli_human(r->cache_bytes, h1, sizeof(h1)),
+		       r->cache_lines, cli_human(r->line_size, h2, sizeof(h2)),
+		       100 * fraction_of(r, m), r->devices,
+		       tc_write_policy_name((unsigned)o->write_policy),
+		       tc_replacement_name((unsigned)o->replacement));
+	else
+		printf("target    %s (NBD)\n", o->target);
+	if (o->qd)
+		printf("driving   closed loop, queue depth %u", o->qd);
+	else
+		printf("driving   timed, speed x%g", o->speed);
+	if (o->warmup)
+		printf(", %" PRIu64 " warm-up requests not measured", o->warmup);
+	printf("%s\n\n", r->interrupted ? "; INTERRUPTED" : "");
+
+	printf("               %12s %12s %12s\n", "read", "write", "all");
+	printf("requests       %12" PRIu64 " %12" PRIu64 " %12" PRIu64 "\n", r->reads, r->writes,
+	       r->requests);
+	printf("bytes          %12s %12s %12s\n", cli_human(r->read_bytes, h1, sizeof(h1)),
+	       cli_human(r->write_bytes, h2, sizeof(h2)),
+	       cli_human(r->read_bytes + r->write_bytes, h3, sizeof(h3)));
+	printf("hit ratio      %12s %12s %12s   (requests wholly in cache)\n",
+	       ratio_text(f.read_hit, a[0], 16), ratio_text(f.write_hit, a[1], 16),
+	       ratio_text(f.hit, a[2], 16));
+	printf("byte hit ratio %12s %12s %12s\n", ratio_text(f.read_byte_hit, a[0], 16),
+	       ratio_text(f.write_byte_hit, a[1], 16), ratio_text(f.byte_hit, a[2], 16));
+	printf("line hit ratio %12s %12s %12s   (engine: per cache line touched)\n",
+	       ratio_text(f.read_line_hit, a[0], 16), ratio_text(f.write_line_hit, a[1], 16),
+	       ratio_text(f.line_hit, a[2], 16));
+	if (isnan(f.iops))
+		printf("IOPS           n/a (no time passed on the %s clock%s)\n",
+		       r->library ? "virtual" : "real",
+		       r->library && strcmp(r->devices, "emu") ? ": these devices take none" : "");
+	else
+		printf("IOPS           %.1f over %.3f s; %s/s\n", f.iops, (double)r->elapsed_ns / 1e9,
+		       cli_human((uint64_t)f.bps, h1, sizeof(h1)));
+	printf("errors         %" PRIu64 "; late submissions %" PRIu64 "\n\n", r->errors, r->late);
+
+	printf("latency  %10s %10s %10s %10s %10s %10s\n", "mean", "p50", "p90", "p99", "p99.9",
+	       "max");
+	print_lat_row("read", &r->lat_read);
+	print_lat_row("write", &r->lat_write);
+	print_lat_row("all", &r->lat);
+	if (r->lat.count) {
+		uint64_t bins[NBOUNDS + 1], most = 0;
+		size_t lo = NBOUNDS + 1, hi = 0;
+		hist_bins(&r->lat, bins);
+		for (size_t i = 0; i <= NBOUNDS; i++)
+			if (bins[i]) {
+				if (i < lo)
+					lo = i;
+				hi = i;
+				if (bins[i] > most)
+					most = bins[i];
+			}
+		printf("\nlatency histogram (all requests)\n");
+		for (size_t i = lo; i <= hi; i++) {
+			char lim[48];
+			int len = (int)((double)bins[i] / (double)most * 40 + 0.5);
+			if (i < NBOUNDS)
+				snprintf(lim, sizeof(lim), "<= %s", us_text(hist_bounds[i], h1, sizeof(h1)));
+			else
+				snprintf(lim, sizeof(lim), " > %s", us_text(hist_bounds[NBOUNDS - 1], h1,
+									  sizeof(h1)));
+			printf("  %-12s %10" PRIu64 " %6.2f%% %.*s\n", lim, bins[i],
+			       100.0 * (double)bins[i] / (double)r->lat.count, len,
+			       "########################################");
+		}
+	}
+	if (r->library) {
+		const struct tc_volume_stats *vs = &r->vs;
+		printf("\nengine    %" PRIu64 " promotions, %" PRIu64 " evictions, %" PRIu64
+		       " sequential bypasses, %" PRIu64 " admission bypasses; cached %s\n",
+		       vs->promotions, vs->evictions, vs->bypassed_seq, vs->bypassed_admission,
+		       cli_human(vs->cached_bytes, h1, sizeof(h1)));
+		printf("dirty     peak %s, at the end %s; written back %s in %" PRIu64 " I/Os\n",
+		       cli_human(r->dirty_peak, h1, sizeof(h1)), cli_human(r->dirty_end, h2, sizeof(h2)),
+		       cli_human(vs->writeback_bytes, h3, sizeof(h3)), vs->writeback_ios);
+		printf("backing   %" PRIu64 " reads (%s), %" PRIu64 " writes (%s)\n", r->backing.reads,
+		       cli_human(r->backing.bytes_read, h1, sizeof(h1)), r->backing.writes,
+		       cli_human(r->backing.bytes_written, h2, sizeof(h2)));
+		printf("cache dev %" PRIu64 " reads (%s), %" PRIu64 " writes (%s)\n", r->cache.reads,
+		       cli_human(r->cache.bytes_read, h3, sizeof(h3)), r->cache.writes,
+		       cli_human(r->cache.bytes_written, h4, sizeof(h4)));
+	}
+	double ws = (double)r->replay_wall_ns / 1e9;
+	printf("replay    %.2f s wall (%.2f s with setup), %.0f requests/s", ws,
+	       (double)r->wall_ns / 1e9, ws > 0 ? (double)(r->requests) / ws : 0.0);
+	if (r->library && ws > 0 && r->elapsed_ns)
+		printf(", %.1fx the virtual clock", (double)r->elapsed_ns / 1e9 / ws);
+	printf("\n");
+}
+
+/* ------------------------------------------------------------------------------------
+ * JSON output.
+ */
+
+static json_object *jnum(double v)
+{
+	return isnan(v) || isinf(v) ? NULL : json_object_new_double(v);
+}
+
+static json_object *ju64(uint64_t v)
+{
+	return json_object_new_int64(v > INT64_MAX ? INT64_MAX : (int64_t)v);
+}
+
+static void jadd(json_object *o, const char *k, json_object *v)
+{
+	json_object_object_add(o, k, v);
+}
+
+static json_object *jlat(const struct tc_hist *h)
+{
+	json_object *o = json_object_new_object();
+
+	jadd(o, "count", ju64(h->count));
+	if (!h->count) {
+		const char *keys[] = { "mean", "min", "p50", "p90", "p99", "p999", "max" };
+		for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]); i++)
+			jadd(o, keys[i], NULL);
+		return o;
+	}
+	jadd(o, "mean", jnum(tc_hist_mean(h) / 1e3));
+	jadd(o, "min", jnum((double)h->min / 1e3));
+	jadd(o, "p50", jnum((double)tc_hist_percentile(h, 50) / 1e3));
+	jadd(o, "p90", jnum((double)tc_hist_percentile(h, 90) / 1e3));
+	jadd(o, "p99", jnum((double)tc_hist_percentile(h, 99) / 1e3));
+	jadd(o, "p999", jnum((double)tc_hist_percentile(h, 99.9) / 1e3));
+	jadd(o, "max", jnum((double)h->max / 1e3));
+	return o;
+}
+
+static json_object *jdev(const struct tc_dev_stats *d)
+{
+	json_object *o = json_object_new_object();
+
+	jadd(o, "reads", ju64(d->reads));
+	jadd(o, "writes", ju64(d->writes));
+	jadd(o, "bytes_read", ju64(d->bytes_read));
+	jadd(o, "bytes_written", ju64(d->bytes_written));
+	jadd(o, "flushes", ju64(d->flushes));
+	jadd(o, "errors", ju64(d->errors));
+	return o;
+}
+
+static json_object *jtrace(const struct tc_trace *t, const struct tc_replay_map *m,
+			   const struct ropts *o, json_object **layout)
+{
+	json_object *j = json_object_new_object();
+
+	jadd(j, "path", json_object_new_string(t->path));
+	jadd(j, "format", json_object_new_string(tc_trace_fmt_name(t->fmt)));
+	if (t->fmt == TC_TRACE_VSCSI)
+		jadd(j, "vscsi_version", json_object_new_int(t->vscsi_version));
+	jadd(j, "compression", json_object_new_string(tc_comp_name(t->comp)));
+	jadd(j, "records", ju64(t->records));
+	jadd(j, "requests", ju64(t->n));
+	jadd(j, "reads", ju64(t->reads));
+	jadd(j, "writes", ju64(t->writes));
+	jadd(j, "read_bytes", ju64(t->read_bytes));
+	jadd(j, "write_bytes", ju64(t->write_bytes));
+	jadd(j, "duration_s", jnum((double)t->duration_ns / 1e9));
+	jadd(j, "source_volumes", ju64(t->nvols));
+	jadd(j, "trace_volume", o->topts.volume ? json_object_new_string(o->topts.volume) : NULL);
+	jadd(j, "skipped_other_op", ju64(t->skipped_op));
+	jadd(j, "skipped_empty", ju64(t->skipped_empty));
+	jadd(j, "skipped_other_volume", ju64(t->skipped_volume));
+	jadd(j, "malformed", ju64(t->bad));
+	jadd(j, "first_malformed", t->bad ? json_object_new_string(t->first_bad) : NULL);
+	jadd(j, "unaligned", ju64(t->unaligned));
+	jadd(j, "cut", ju64(t->clipped));
+	jadd(j, "out_of_order", ju64(t->out_of_order));
+	jadd(j, "sorted", json_object_new_boolean(t->sorted));
+	jadd(j, "limited", json_object_new_boolean(t->limited));
+
+	json_object *l = json_object_new_object();
+	jadd(l, "regions", ju64(m->regions));
+	jadd(l, "volume_size", ju64(m->total));
+	jadd(l, "extent", ju64(m->extent));
+	jadd(l, "folded", ju64(m->folded));
+	jadd(l, "footprint", ju64(m->footprint));
+	*layout = l;
+	return j;
+}
+
+static json_object *jresult(const struct tc_replay_result *r, const struct tc_replay_map *m,
+			    const struct ropts *o)
+{
+	json_object *j = json_object_new_object();
+	struct figures f;
+
+	figures_of(r, &f);
+	json_object *c = json_object_new_object();
+	jadd(c, "mode", json_object_new_string(r->library ? "library" : "nbd"));
+	jadd(c, "target", o->target ? json_object_new_string(o->target) : NULL);
+	jadd(c, "devices", json_object_new_string(r->devices ? r->devices : "?"));
+	jadd(c, "driving", json_object_new_string(o->qd ? "closed-loop" : "timed"));
+	jadd(c, "speed", o->qd ? NULL : jnum(o->speed));
+	jadd(c, "queue_depth", o->qd ? ju64(o->qd) : NULL);
+	jadd(c, "warmup", ju64(o->warmup));
+	if (r->library) {
+		jadd(c, "cache_bytes", ju64(r->cache_bytes));
+		jadd(c, "cache_lines", ju64(r->cache_lines));
+		jadd(c, "line_size", ju64(r->line_size));
+		jadd(c, "fraction_of_footprint", jnum(fraction_of(r, m)));
+		jadd(c, "write_policy",
+		     json_object_new_string(tc_write_policy_name((unsigned)o->write_policy)));
+		jadd(c, "replacement",
+		     json_object_new_string(tc_replacement_name((unsigned)o->replacement)));
+		jadd(c, "seed", ju64(o->seed));
+	}
+	jadd(j, "config", c);
+
+	jadd(j, "requests", ju64(r->requests));
+	jadd(j, "reads", ju64(r->reads));
+	jadd(j, "writes", ju64(r->writes));
+	jadd(j, "read_bytes", ju64(r->read_bytes));
+	jadd(j, "write_bytes", ju64(r->write_bytes));
+	jadd(j, "errors", ju64(r->errors));
+	jadd(j, "late", ju64(r->late));
+	jadd(j, "interrupted", json_object_new_boolean(r->interrupted));
+	jadd(j, "hit_ratio", jnum(f.hit));
+	jadd(j, "read_hit_ratio", jnum(f.read_hit));
+	jadd(j, "write_hit_ratio", jnum(f.write_hit));
+	jadd(j, "byte_hit_ratio", jnum(f.byte_hit));
+	jadd(j, "read_byte_hit_ratio", jnum(f.read_byte_hit));
+	jadd(j, "write_byte_hit_ratio", jnum(f.write_byte_hit));
+	jadd(j, "line_hit_ratio", jnum(f.line_hit));
+	jadd(j, "read_line_hit_ratio", jnum(f.read_line_hit));
+	jadd(j, "write_line_hit_ratio", jnum(f.write_line_hit));
+	jadd(j, "iops", jnum(f.iops));
+	jadd(j, "throughput_bytes_per_s", jnum(f.bps));
+	jadd(j, "elapsed_s", jnum((double)r->elapsed_ns / 1e9));
+	jadd(j, "wall_s", jnum((double)r->wall_ns / 1e9));
+	jadd(j, "replay_wall_s", jnum((double)r->replay_wall_ns / 1e9));
+	jadd(j, "replay_requests_per_s", jnum(r->replay_wall_ns ? (double)r->requests /
+					      ((double)r->replay_wall_ns / 1e9) : NAN));
+
+	json_object *lat = jlat(&r->lat);
+	jadd(lat, "read", jlat(&r->lat_read));
+	jadd(lat, "write", jlat(&r->lat_write));
+	jadd(j, "latency_us", lat);
+	json_object *hist = json_object_new_array();
+	uint64_t bins[NBOUNDS + 1];
+	hist_bins(&r->lat, bins);
+	for (size_t i = 0; i <= NBOUNDS; i++) {
+		json_object *b = json_object_new_object();
+		jadd(b, "le", i < NBOUNDS ? jnum((double)hist_bounds[i] / 1e3) : NULL);
+		jadd(b, "count", ju64(bins[i]));
+		json_object_array_add(hist, b);
+	}
+	jadd(j, "latency_histogram_us", hist);
+
+	if (r->library) {
+		const struct tc_volume_stats *vs = &r->vs;
+		json_object *e = json_object_new_object();
+		jadd(e, "read_line_hits", ju64(vs->read_hits));
+		jadd(e, "read_line_partial_hits", ju64(vs->read_partial_hits));
+		jadd(e, "read_line_misses", ju64(vs->read_misses));
+		jadd(e, "write_line_hits", ju64(vs->write_hits));
+		jadd(e, "write_line_partial_hits", ju64(vs->write_partial_hits));
+		jadd(e, "write_line_misses", ju64(vs->write_misses));
+		jadd(e, "read_request_hits", ju64(r->read_hits));
+		jadd(e, "write_request_hits", ju64(r->write_hits));
+		jadd(e, "read_hit_bytes", ju64(r->read_hit_bytes));
+		jadd(e, "write_hit_bytes", ju64(r->write_hit_bytes));
+		jadd(e, "promotions", ju64(vs->promotions));
+		jadd(e, "evictions", ju64(vs->evictions));
+		jadd(e, "bypassed_seq", ju64(vs->bypassed_seq));
+		jadd(e, "bypassed_admission", ju64(vs->bypassed_admission));
+		jadd(e, "bypassed_bytes", ju64(vs->bypassed_bytes));
+		jadd(e, "cached_bytes", ju64(vs->cached_bytes));
+		jadd(e, "dirty_peak_bytes", ju64(r->dirty_peak));
+		jadd(e, "dirty_end_bytes", ju64(r->dirty_end));
+		jadd(e, "writeback_bytes", ju64(vs->writeback_bytes));
+		jadd(e, "writeback_ios", ju64(vs->writeback_ios));
+		jadd(e, "engine_errors", ju64(vs->errors));
+		jadd(j, "cache", e);
+		jadd(j, "backing_device", jdev(&r->backing));
+		jadd(j, "cache_device", jdev(&r->cache));
+	} else {
+		jadd(j, "cache", NULL);
+		jadd(j, "backing_device", NULL);
+		jadd(j, "cache_device", NULL);
+	}
+	return j;
+}
+
+/* ------------------------------------------------------------------------------------
+ * The command.
+ */
+
+static void log_sink(void *opaque, enum tc_log_level level, const char *msg)
+{
+	(void)opaque;
+	if (level == TC_LOG_ERROR)
+		cli_err("%s", msg);
+	else
+		cli_warn("%s", msg);
+}
+
+static int parse_args(int argc, char **argv, struct ropts *o)
+{
+	enum {
+		O_FORMAT = 'f', O_QUIET = 'q', O_TVOL = 256, O_LIMIT, O_MAXBAD, O_TARGET, O_SPEED,
+		O_QD, O_MAXINF, O_WARMUP, O_CSIZE, O_CSIZES, O_LINE, O_WP, O_REPL, O_SEQ, O_DEVS,
+		O_HDD, O_SSD, O_VCAP, O_TMP, O_SEED, O_JSON,
+	};
+	static const struct option lo[] = {
+		{ "format", required_argument, NULL, O_FORMAT },
+		{ "trace-volume", required_argument, NULL, O_TVOL },
+		{ "limit", required_argument, NULL, O_LIMIT },
+		{ "max-bad-lines", required_argument, NULL, O_MAXBAD },
+		{ "target", required_argument, NULL, O_TARGET },
+		{ "speed", required_argument, NULL, O_SPEED },
+		{ "queue-depth", required_argument, NULL, O_QD },
+		{ "max-inflight", required_argument, NULL, O_MAXINF },
+		{ "warmup", required_argument, NULL, O_WARMUP },
+		{ "cache-size", required_argument, NULL, O_CSIZE },
+		{ "cache-sizes", required_argument, NULL, O_CSIZES },
+		{ "line-size", required_argument, NULL, O_LINE },
+		{ "write-policy", required_argument, NULL, O_WP },
+		{ "replacement", required_argument, NULL, O_REPL },
+		{ "seq-cutoff", required_argument, NULL, O_SEQ },
+		{ "devices", required_argument, NULL, O_DEVS },
+		{ "hdd-profile", required_argument, NULL, O_HDD },
+		{ "ssd-profile", required_argument, NULL, O_SSD },
+		{ "volume-cap", required_argument, NULL, O_VCAP },
+		{ "tmpdir", required_argument, NULL, O_TMP },
+		{ "seed", required_argument, NULL, O_SEED },
+		{ "json", no_argument, NULL, O_JSON },
+		{ "quiet", no_argument, NULL, O_QUIET },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	bool speed_set = false, size_set = false;
+	uint64_t v;
+	int c, r;
+
+	o->fmt = -1;
+	o->speed = 1.0;
+	o->line_size = 64 * 1024;
+	o->write_policy = TC_WP_WB;
+	o->replacement = TC_REPL_S3FIFO;
+	o->devices = TC_REPLAY_DEV_EMU;
+	o->volume_cap = 8ull << 40;
+	o->seed = 1;
+	o->nsizes = 1;
+	o->sizes[0] = (struct cache_size){ .pct = true, .fraction = 0.10, .text = "10%" };
+
+	optind = 1;
+	opterr = 0;
+	while ((c = getopt_long(argc, argv, ":f:qh", lo, NULL)) != -1) {
+		switch (c) {
+		case 'h':
+			return cli_help(replay_help) == 0 ? 1 : -1;
+		case O_FORMAT:
+			o->fmt = tc_trace_fmt_parse(optarg);
+			if (o->fmt < 0)
+				return cli_usage("--format: \"%s\" is not one of %s", optarg,
+						 tc_trace_fmt_list()), -1;
+			break;
+		case O_TVOL:
+			if (!*optarg)
+				return cli_usage("--trace-volume: empty volume id"), -1;
+			o->topts.volume = optarg;
+			break;
+		case O_LIMIT:
+			if (cli_uint("--limit", optarg, 1, UINT64_MAX, &o->topts.limit))
+				return -1;
+			break;
+		case O_MAXBAD:
+			if (cli_uint("--max-bad-lines", optarg, 0, UINT64_MAX, &o->topts.max_bad))
+				return -1;
+			break;
+		case O_TARGET:
+			o->target = optarg;
+			break;
+		case O_SPEED:
+			if (parse_double("--speed", optarg, 1e-6, 1e9, &o->speed))
+				return -1;
+			speed_set = true;
+			break;
+		case O_QD:
+			if (cli_uint("--queue-depth", optarg, 1, 65536, &v))
+				return -1;
+			o->qd = (unsigned)v;
+			break;
+		case O_MAXINF:
+			if (cli_uint("--max-inflight", optarg, 1, 1u << 20, &v))
+				return -1;
+			o->max_inflight = (unsigned)v;
+			break;
+		case O_WARMUP:
+			if (cli_uint("--warmup", optarg, 0, UINT64_MAX, &o->warmup))
+				return -1;
+			break;
+		case O_CSIZE:
+			if (o->mrc)
+				return cli_usage("--cache-size and --cache-sizes exclude each other"), -1;
+			if (parse_cache_size("--cache-size", optarg, &o->sizes[0]))
+				return -1;
+			o->nsizes = 1;
+			size_set = true;
+			break;
+		case O_CSIZES: {
+			if (size_set)
+				return cli_usage("--cache-size and --cache-sizes exclude each other"), -1;
+			char buf[1024], *save = NULL;
+			snprintf(buf, sizeof(buf), "%s", optarg);
+			o->nsizes = 0;
+			for (char *t = strtok_r(buf, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+				if (o->nsizes == MAX_SIZES)
+					return cli_usage("--cache-sizes: at most %d sizes", MAX_SIZES), -1;
+				if (parse_cache_size("--cache-sizes", t, &o->sizes[o->nsizes]))
+					return -1;
+				o->nsizes++;
+			}
+			if (!o->nsizes)
+				return cli_usage("--cache-sizes: \"%s\" names no size", optarg), -1;
+			o->mrc = true;
+			break;
+		}
+		case O_LINE:
+			if (cli_size("--line-size", optarg, &v))
+				return -1;
+			if (v < 4096 || v > 65536 || (v & (v - 1)))
+				return cli_usage("--line-size: \"%s\" is not a power of two from 4K to "
+						 "64K", optarg), -1;
+			o->line_size = (uint32_t)v;
+			break;
+		case O_WP:
+			r = tc_write_policy_parse(optarg);
+			if (r < 0)
+				return cli_usage("--write-policy: \"%s\" is not one of wt, wb, wa, pt",
+						 optarg), -1;
+			o->write_policy = r;
+			break;
+		case O_REPL:
+			r = tc_replacement_parse(optarg);
+			if (r < 0)
+				return cli_usage("--replacement: \"%s\" is neither lru nor s3fifo",
+						 optarg), -1;
+			o->replacement = r;
+			break;
+		case O_SEQ:
+			if (cli_size("--seq-cutoff", optarg, &o->seq_cutoff))
+				return -1;
+			o->seq_cutoff_set = true;
+			break;
+		case O_DEVS:
+			if (!strcmp(optarg, "emu"))
+				o->devices = TC_REPLAY_DEV_EMU;
+			else if (!strcmp(optarg, "file"))
+				o->devices = TC_REPLAY_DEV_FILE;
+			else if (!strcmp(optarg, "memory"))
+				o->devices = TC_REPLAY_DEV_MEMORY;
+			else
+				return cli_usage("--devices: \"%s\" is not one of emu, file, memory",
+						 optarg), -1;
+			break;
+		case O_HDD:
+			o->hdd_profile = optarg;
+			break;
+		case O_SSD:
+			o->ssd_profile = optarg;
+			break;
+		case O_VCAP:
+			if (cli_size("--volume-cap", optarg, &o->volume_cap))
+				return -1;
+			if (o->volume_cap < (1u << 20))
+				return cli_usage("--volume-cap: \"%s\" is below 1M", optarg), -1;
+			break;
+		case O_TMP:
+			o->tmpdir = optarg;
+			break;
+		case O_SEED:
+			if (cli_uint("--seed", optarg, 0, UINT64_MAX, &o->seed))
+				return -1;
+			break;
+		case O_JSON:
+			o->json = true;
+			break;
+		case O_QUIET:
+			o->quiet = true;
+			break;
+		case ':':
+			return cli_usage("option %s needs a value", argv[optind - 1]), -1;
+		default:
+			return cli_usage("unknown option %s", argv[optind - 1]), -1;
+		}
+	}
+	if (optind >= argc)
+		return cli_usage("no trace file given"), -1;
+	if (optind + 1 < argc)
+		return cli_usage("one trace file only; unexpected \"%s\"", argv[optind + 1]), -1;
+	o->trace = argv[optind];
+	if (o->fmt < 0)
+		return cli_usage("--format is required (one of %s)", tc_trace_fmt_list()), -1;
+	if (o->qd && speed_set)
+		return cli_usage("--speed is for timed replay; --queue-depth replays in a closed "
+				 "loop and ignores the timestamps"), -1;
+	if (o->target && (size_set || o->mrc))
+		return cli_usage("--cache-size%s is for library mode; with --target the server's "
+				 "cache is what it is", o->mrc ? "s" : ""), -1;
+	return 0;
+}
+
+/* The cache bytes for size @cs of a trace with footprint @fp (bytes). */
+static uint64_t cache_bytes_of(const struct cache_size *cs, uint64_t fp)
+{
+	if (!cs->pct)
+		return cs->bytes;
+	double b = cs->fraction * (double)fp;
+	return b < 1 ? 1 : (uint64_t)ceil(b);
+}
+
+int cmd_replay(int argc, char **argv)
+{
+	struct ropts o = { 0 };
+	struct tc_trace *t = NULL;
+	struct tc_replay_map m = { 0 };
+	struct tc_replay_nbd *nbd = NULL;
+	struct tc_replay_result *res = NULL;
+	json_object *jruns = NULL;
+	char err[1024], dir[4096] = "";
+	int rc = TC_EXIT_FAIL, r;
+
+	r = parse_args(argc, argv, &o);
+	if (r)
+		return r > 0 ? TC_EXIT_OK : TC_EXIT_USAGE;
+
+	struct sigaction sa = { .sa_handler = on_signal }, old_int, old_term;
+	sigemptyset(&sa.sa_mask);
+	stop_flag = 0;
+	sigaction(SIGINT, &sa, &old_int);
+	sigaction(SIGTERM, &sa, &old_term);
+
+	r = tc_trace_load(o.trace, (enum tc_trace_fmt)o.fmt, &o.topts, &t, err, sizeof(err));
+	if (r) {
+		cli_err("%s", err);
+		goto out;
+	}
+	if (t->bad)
+		cli_warn("%" PRIu64 " malformed records skipped; the first: %s", t->bad, t->first_bad);
+
+	uint64_t capacity = o.volume_cap - TC_BACKING_DATA_OFFSET;
+	if (o.target) {
+		bool ro = false;
+		r = tc_replay_nbd_connect(o.target, &nbd, &capacity, &ro, err, sizeof(err));
+		if (r) {
+			cli_err("%s", err);
+			goto out;
+		}
+		if (ro && t->writes) {
+			cli_err("%s: the export is read-only and the trace has %" PRIu64 " writes",
+				o.target, t->writes);
+			goto out;
+		}
+	}
+	r = tc_replay_map_build(t, capacity, &m, err, sizeof(err));
+	if (r) {
+		cli_err("%s", err);
+		goto out;
+	}
+	if (m.folded && !o.json)
+		cli_warn("%" PRIu64 " requests lie beyond their region of the %s volume and were "
+			 "folded into it", m.folded, o.target ? "target" : "replayed");
+
+	if (!o.target) {
+		const char *base = o.tmpdir ? o.tmpdir : getenv("TMPDIR");
+		if (!base || !*base)
+			base = "/tmp";
+		snprintf(dir, sizeof(dir), "%s/tiercache-replay.XXXXXX", base);
+		if (!mkdtemp(dir)) {
+			cli_err("cannot make a temporary folder in %s: %s", base, strerror(errno));
+			dir[0] = '\0';
+			goto out;
+		}
+	}
+
+	res = malloc(sizeof(*res));
+	if (!res) {
+		cli_err("out of memory");
+		goto out;
+	}
+	jruns = json_object_new_array();
+	json_object *jmrc = json_object_new_array();
+	json_object *layout = NULL;
+	json_object *jt = jtrace(t, &m, &o, &layout);
+	bool tty = !o.quiet && cli_isatty_err();
+	bool warned = false;
+	if (!o.json && !o.mrc)
+		print_trace(t, &m, &o);
+
+	if (o.mrc && !o.json) {
+		print_trace(t, &m, &o);
+		printf("\nmiss-ratio curve (%s, %s, %s lines; miss = 1 - hit)\n",
+		       tc_write_policy_name((unsigned)o.write_policy),
+		       tc_replacement_name((unsigned)o.replacement),
+		       cli_human(o.line_size, err, sizeof(err)));
+		printf("  %-8s %12s %8s %9s %10s %10s %10s %10s\n", "size", "cache", "of fp",
+		       "miss", "read miss", "byte miss", "line miss", "p99 lat");
+		fflush(stdout);
+	}
+	rc = TC_EXIT_OK;
+	for (int i = 0; i < o.nsizes; i++) {
+		struct tc_replay_opts ro;
+		char label[64], h[32];
+		tc_replay_opts_default(&ro);
+		ro.nbd = nbd;
+		ro.devices = o.devices;
+		ro.hdd_profile = o.hdd_profile;
+		ro.ssd_profile = o.ssd_profile;
+		ro.dir = dir;
+		ro.cache_bytes = cache_bytes_of(&o.sizes[i], m.footprint);
+		ro.cache.line_size = o.line_size;
+		ro.cache.replacement = (uint8_t)o.replacement;
+		ro.settings.write_policy = (uint8_t)o.write_policy;
+		if (o.seq_cutoff_set)
+			ro.settings.seq_cutoff = o.seq_cutoff;
+		ro.seed = o.seed;
+		ro.log = log_sink;
+		ro.queue_depth = o.qd;
+		ro.speed = o.speed;
+		ro.max_inflight = o.max_inflight;
+		ro.warmup = o.warmup;
+		ro.stop = &stop_flag;
+		snprintf(label, sizeof(label), "replay%s%s", o.mrc ? " " : "",
+			 o.mrc ? o.sizes[i].text : "");
+		struct bar bar = { .on = tty, .label = label };
+		ro.progress = bar_draw;
+		ro.progress_opaque = &bar;
+
+		r = tc_replay_run(t, &m, &ro, res, err, sizeof(err));
+		bar_clear(&bar);
+		if (ro.fallback_file && !warned) {
+			cli_warn("emulated devices are not available in this build; replaying on "
+				 "file devices, which take no time: latencies are 0 and IOPS n/a");
+			warned = true;
+		}
+		if (r && r != -EINTR) {
+			if (r == -ENOENT && ro.devices == TC_REPLAY_DEV_EMU)
+				cli_err("%s (profiles are looked up in $TC_PROFILE_DIR; or give "
+					"--hdd-profile/--ssd-profile a path, or --devices file)", err);
+			else
+				cli_err("%s", err);
+			rc = TC_EXIT_FAIL;
+			break;
+		}
+		json_object *jr = jresult(res, &m, &o);
+		if (o.mrc) {
+			struct figures f;
+			figures_of(res, &f);
+			json_object *pt = json_object_new_object();
+			jadd(pt, "size", json_object_new_string(o.sizes[i].text));
+			jadd(pt, "cache_bytes", ju64(res->cache_bytes));
+			jadd(pt, "fraction_of_footprint", jnum(fraction_of(res, &m)));
+			jadd(pt, "miss_ratio", jnum(1 - f.hit));
+			jadd(pt, "read_miss_ratio", jnum(1 - f.read_hit));
+			jadd(pt, "byte_miss_ratio", jnum(1 - f.byte_hit));
+			jadd(pt, "line_miss_ratio", jnum(1 - f.line_hit));
+			jadd(pt, "p99_latency_us", res->lat.count ?
+			     jnum((double)tc_hist_percentile(&res->lat, 99) / 1e3) : NULL);
+			json_object_array_add(jmrc, pt);
+			if (!o.json) {
+				char a[5][16], l[24];
+				printf("  %-8s %12s %7.1f%% %9s %10s %10s %10s %10s\n", o.sizes[i].text,
+				       cli_human(res->cache_bytes, h, sizeof(h)),
+				       100 * fraction_of(res, &m), ratio_text(1 - f.hit, a[0], 16),
+				       ratio_text(1 - f.read_hit, a[1], 16),
+				       ratio_text(1 - f.byte_hit, a[2], 16),
+				       ratio_text(1 - f.line_hit, a[3], 16),
+				       res->lat.count ? us_text(tc_hist_percentile(&res->lat, 99), l,
+								sizeof(l)) : "-");
+				fflush(stdout);
+			}
+		} else if (!o.json) {
+			print_result(res, &m, &o);
+		}
+		json_object_array_add(jruns, jr);
+		if (r == -EINTR) {
+			cli_err("interrupted%s", o.json ? "" : ": the figures cover what ran");
+			rc = TC_EXIT_FAIL;
+			break;
+		}
+	}
+
+	if (o.json && json_object_array_length(jruns) > 0) {
+		json_object *top;
+		if (o.mrc) {
+			top = json_object_new_object();
+			jadd(top, "trace", json_object_get(jt));
+			jadd(top, "layout", json_object_get(layout));
+			jadd(top, "runs", json_object_get(jruns));
+			jadd(top, "mrc", json_object_get(jmrc));
+		} else {
+			top = json_object_get(json_object_array_get_idx(jruns, 0));
+			jadd(top, "trace", json_object_get(jt));
+			jadd(top, "layout", json_object_get(layout));
+		}
+		printf("%s\n", json_object_to_json_string_ext(top, JSON_C_TO_STRING_PRETTY |
+							      JSON_C_TO_STRING_NOSLASHESCAPE));
+		json_object_put(top);
+	}
+	json_object_put(jt);
+	json_object_put(layout);
+	json_object_put(jmrc);
+out:
+	json_object_put(jruns);
+	free(res);
+	tc_replay_nbd_close(nbd);
+	tc_replay_map_free(&m);
+	tc_trace_free(t);
+	if (dir[0] && rmdir(dir) && errno != ENOENT)
+		cli_warn("cannot remove the temporary folder %s: %s", dir, strerror(errno));
+	sigaction(SIGINT, &old_int, NULL);
+	sigaction(SIGTERM, &old_term, NULL);
+	return rc;
+}
