@@ -315,6 +315,52 @@ static void test_can_evict_refusals(void **state)
 	assert_int_equal(slot, 12);
 }
 
+/* A cache of 1000 lines that refuses all but one: each victim() call gives up after
+ * 256 refusals (not 1000 or 2000), and the refused lines rotate to the heads, so the
+ * one evictable line is reached within a few calls. */
+struct only_one {
+	uint32_t allowed;
+	unsigned calls;
+};
+
+static bool allow_one(void *arg, uint32_t slot)
+{
+	struct only_one *o = arg;
+	o->calls++;
+	return slot == o->allowed;
+}
+
+static void test_refusal_bound(void **state)
+{
+	(void)state;
+	const uint32_t n = 1000;
+	struct tc_line *lines = test_calloc(n, sizeof(*lines));
+	struct tc_repl *r;
+	assert_int_equal(tc_repl_s3fifo.create(&r, lines, n), 0);
+	for (uint32_t i = 0; i < n; i++) {
+		lines[i].vol = 1;
+		lines[i].line_no = i;
+		tc_repl_s3fifo.insert(r, i);
+	}
+	struct only_one o = { .allowed = 700 };
+	uint32_t slot = TC_SLOT_NONE;
+	int calls = 0, rc;
+	do {
+		o.calls = 0;
+		rc = tc_repl_s3fifo.victim(r, allow_one, &o, &slot);
+		calls++;
+		assert_true(o.calls <= 256);
+		if (rc)
+			assert_int_equal(o.calls, 256);
+	} while (rc == -ENOSPC && calls < 10);
+	assert_int_equal(rc, 0);
+	assert_int_equal(slot, 700);
+	assert_true(calls >= 2 && calls <= 5);
+	assert_int_equal(tc_repl_s3fifo_check(r, NULL, NULL, NULL, NULL), 0);
+	tc_repl_s3fifo.destroy(r);
+	test_free(lines);
+}
+
 /* remove() dequeues without leaving a ghost, from either queue; it is idempotent. */
 static void test_remove(void **state)
 {
@@ -754,6 +800,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_ghost_hit_goes_to_main, setup20, teardown20),
 		cmocka_unit_test_setup_teardown(test_frequency_saturates_and_decays, setup20, teardown20),
 		cmocka_unit_test_setup_teardown(test_can_evict_refusals, setup20, teardown20),
+		cmocka_unit_test(test_refusal_bound),
 		cmocka_unit_test_setup_teardown(test_remove, setup20, teardown20),
 		cmocka_unit_test_setup_teardown(test_mem_and_lookup, setup20, teardown20),
 		cmocka_unit_test_setup_teardown(test_ghost_capacity, setup20, teardown20),
