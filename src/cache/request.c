@@ -61,6 +61,7 @@ struct tc_sub {
 	uint64_t data_off;         /* bytes into the request's data */
 	uint8_t kind;
 	bool fua, zeroes;
+	bool fell_back;            /* a failed slot write went through to the backing */
 	bool want_excl, excl, holding;
 	uint8_t route;
 	struct tc_inflight *inf;
@@ -450,8 +451,10 @@ static void sub_done(struct tc_sub *s, int err)
 	resume_granted(c, g);
 	if (s->kind == SUB_WRITE && s->route == ROUTE_WB && s->step >= 30)
 		atomic_fetch_sub(&s->vol->wb_inflight, 1);
-	if (!err && s->fua && s->kind == SUB_WRITE && s->route == ROUTE_WB) {
-		/* FUA in write-back: durable once its data and mapping are committed. */
+	if (!err && s->fua && s->kind == SUB_WRITE && (s->route == ROUTE_WB || s->fell_back)) {
+		/* FUA in write-back: durable once its data and mapping are committed.  After
+		 * a fallback, the committed metadata may still call the old slot copy dirty:
+		 * the units' drop must be committed too, or a crash brings that copy back. */
 		s->cw.fn = sub_commit_done;
 		tc_meta_commit_wait(c, &s->cw);
 		return;
@@ -927,6 +930,7 @@ static void step_write_data(struct tc_sub *s)
 static void write_back_fallback(struct tc_sub *s, uint16_t mask)
 {
 	atomic_store(&s->cache_err, 0);
+	s->fell_back = true;
 	round_begin(s);
 	if (s->direct) {
 		/* Whole units straight from the client: the range is the units. */
@@ -1245,6 +1249,7 @@ void tc_volume_submit(struct tc_volume *v, struct tc_io *io)
 		s->data_off = lstart + a - io->offset;
 		s->kind = kind;
 		s->fua = (io->flags & TC_IO_FUA) != 0;
+		s->fell_back = false;
 		s->zeroes = io->op == TC_OP_WRITE_ZEROES;
 		unsigned ua = (unsigned)(a / TC_UNIT_SIZE);
 		unsigned ub = (unsigned)((b + TC_UNIT_SIZE - 1) / TC_UNIT_SIZE);

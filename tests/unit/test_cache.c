@@ -687,6 +687,35 @@ static void test_cache_errors_fall_back(void **state)
 	env_down(e);
 }
 
+/*
+ * A FUA write whose slot write fails on a line with dirty data goes through to the
+ * backing, and the units are dropped from the cache.  The FUA completion must wait
+ * until that drop is committed: the committed metadata still calls the old slot copy
+ * dirty, and a power cut would bring it back over the acknowledged write.  The write
+ * takes the write-around path (a sequential stream past the cutoff meeting a dirty
+ * line), where FUA used to complete without a commit.
+ */
+static void test_fua_fallback_survives_power_cut(void **state)
+{
+	struct env *e = *state;
+	e->set.seq_cutoff = 32768;
+	e->set.flush_rate = TC_FLUSH_LOW;
+	env_up(e);
+	wr(e, 65536, 16384, 1, 0);                  /* dirty, then committed */
+	assert_int_equal(vflush(e), 0);
+	for (uint64_t off = 0; off < 65536; off += 16384)
+		wr(e, off, 16384, 9, 0);            /* a sequential stream up to the line */
+	assert_int_equal(vstats(e).dirty_bytes, 32768);   /* the line, and 0..16K */
+	assert_int_equal(tc_crash_fail_nth(e->cd, TC_FAULT_WRITE, 1, false), 0);
+	wr(e, 65536, 16384, 2, TC_IO_FUA);
+	assert_true(vstats(e).bypassed_seq > 0);
+	assert_int_equal(vstats(e).cache_errors, 1);
+	assert_int_equal(vstats(e).dirty_bytes, 16384);   /* the line's units dropped */
+	env_crash_and_reopen(e);
+	expect(e, 65536, 16384, 2);
+	env_down(e);
+}
+
 static void test_dirty_unreadable_is_error(void **state)
 {
 	struct env *e = *state;
@@ -765,6 +794,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_damage_detected, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_discard_and_zeroes, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_cache_errors_fall_back, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_fua_fallback_survives_power_cut, setup,
+						teardown),
 		cmocka_unit_test_setup_teardown(test_dirty_unreadable_is_error, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_stats_json_and_reset, setup, teardown),
 	};
