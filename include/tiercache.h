@@ -556,8 +556,9 @@ int tc_host_assemble(tc_ctx *ctx, const char *const *specs, unsigned nspecs,
  * flush of every uncached backing; frees the host.  Returns the first error. */
 int tc_host_close(tc_host *host);
 
-/* tc_host_power_cut - crash devices only: tc_crash_power_cut() on every "crash:"
- * device of the host, in the order given.  Returns the number of devices cut. */
+/* tc_host_power_cut - crash devices only: every "crash:" device of the host loses
+ * power at the same instant (first all refuse new requests, then each applies
+ * tc_crash_power_cut()).  Returns the number of devices cut. */
 int tc_host_power_cut(tc_host *host);
 
 unsigned tc_host_export_count(tc_host *host);

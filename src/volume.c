@@ -400,11 +400,27 @@ int tc_host_close(tc_host *h)
 	return first;
 }
 
+static bool is_crash_dev(tc_dev *dev)
+{
+	struct tc_dev_info info;
+	tc_dev_info(dev, &info);
+	return info.backend && !strcmp(info.backend, "crash");
+}
+
 int tc_host_power_cut(tc_host *h)
 {
+	/* The power fails on every device at the same instant: first no crash device
+	 * accepts another request, then each keeps its seed-chosen part of what was not
+	 * flushed.  Cut one by one, a device still alive would take the engine's reaction
+	 * to another one's death (a write-back write whose cache write failed goes to the
+	 * backing, FUA, and is acknowledged), which no power failure allows. */
+	for (unsigned i = 0; i < h->ndevs; i++)
+		if (is_crash_dev(h->devs[i]->dev))
+			for (int op = TC_FAULT_READ; op <= TC_FAULT_FLUSH; op++)
+				tc_crash_fail_nth(h->devs[i]->dev, (enum tc_fault_op)op, 1, true);
 	int n = 0;
 	for (unsigned i = 0; i < h->ndevs; i++)
-		if (tc_crash_power_cut(h->devs[i]->dev) >= 0)
+		if (is_crash_dev(h->devs[i]->dev) && tc_crash_power_cut(h->devs[i]->dev) >= 0)
 			n++;
 	return n;
 }
