@@ -1125,11 +1125,16 @@ int tc_volume_detach(tc_volume *v, unsigned flags, tc_progress_fn fn, void *opaq
 {
 	struct tc_cache *c = v->cache;
 	int r;
+	/* Discarding: the cleaner must not write back the data the caller throws away
+	 * (a drain would run it flat out while we wait for the requests below). */
+	if (flags & TC_DETACH_DISCARD_DIRTY)
+		atomic_store(&v->discarding, true);
 	atomic_fetch_add(&v->draining, 1);
 	if (!(flags & TC_DETACH_DISCARD_DIRTY)) {
 		r = tc_cleaner_drain(v, fn, opaque);
 		if (r) {
 			atomic_fetch_sub(&v->draining, 1);
+		atomic_store(&v->discarding, false);
 			return r;
 		}
 	}
@@ -1139,6 +1144,7 @@ int tc_volume_detach(tc_volume *v, unsigned flags, tc_progress_fn fn, void *opaq
 		tc_err(c->ctx, "volume \"%s\": flush of backing %s failed: %s", v->name,
 		       v->backing->name, strerror(-r));
 		atomic_fetch_sub(&v->draining, 1);
+		atomic_store(&v->discarding, false);
 		return r;
 	}
 	/* Take the volume away from the cleaner, then let its last batch finish. */
@@ -1154,6 +1160,7 @@ int tc_volume_detach(tc_volume *v, unsigned flags, tc_progress_fn fn, void *opaq
 		c->vols[v->id] = v;
 		pthread_mutex_unlock(&c->mgmt_lock);
 		atomic_fetch_sub(&v->draining, 1);
+		atomic_store(&v->discarding, false);
 		vol_count_lines(c, v);
 		return r;
 	}
@@ -1170,6 +1177,7 @@ int tc_volume_detach(tc_volume *v, unsigned flags, tc_progress_fn fn, void *opaq
 		c->vols[v->id] = v;
 		pthread_mutex_unlock(&c->mgmt_lock);
 		atomic_fetch_sub(&v->draining, 1);
+		atomic_store(&v->discarding, false);
 		vol_count_lines(c, v);
 		return r;
 	}

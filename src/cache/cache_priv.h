@@ -96,6 +96,7 @@ struct tc_volume {
 					  * TC_SET(); tc_volume_set() publishes field by
 					  * field (tc_settings_publish) */
 	_Atomic int draining;            /* >0: writes go write-through, cleaner flat out */
+	atomic_bool discarding;          /* detach dropping dirty data: no writeback at all */
 	_Atomic int wb_inflight;         /* writes planned as write-back, not yet finished */
 	_Atomic uint64_t dirty_units;    /* 4 KiB units dirty */
 	_Atomic uint64_t valid_units;

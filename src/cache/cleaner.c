@@ -53,6 +53,8 @@ void tc_cleaner_fini(struct tc_cache *c)
 /* Bytes per second the volume may write back now; UINT64_MAX = unlimited; 0 = idle. */
 static uint64_t clean_rate(struct tc_cache *c, struct tc_volume *v, uint64_t now)
 {
+	if (atomic_load(&v->discarding))
+		return 0;   /* its dirty data is being thrown away: write none of it back */
 	if (atomic_load(&v->draining) || c->pressure)
 		return UINT64_MAX;
 	uint64_t idle = now - atomic_load(&v->last_io_ns);

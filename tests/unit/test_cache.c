@@ -231,6 +231,31 @@ static void test_writeback_dirty_then_detach(void **state)
 	env_down(e);
 }
 
+/* Detach discarding dirty data writes none of it back: the backing keeps its older
+ * data (here zeros), even though the wait for requests lets the cleaner run. */
+static void test_detach_discard_dirty(void **state)
+{
+	struct env *e = *state;
+	e->set.flush_rate = TC_FLUSH_LOW;
+	env_up(e);
+	wr(e, 2 * MIB, 65536, 8, 0);
+	assert_int_equal(vstats(e).dirty_bytes, 65536);
+	/* The cleaner's next tick is due when the detach starts polling. */
+	assert_int_equal(tc_ctx_advance(e->ctx, 2000000000ull), 0);
+	tc_dev *bd = e->bd;
+	assert_int_equal(tc_volume_detach(e->v, TC_DETACH_DISCARD_DIRTY, NULL, NULL), 0);
+	e->v = NULL;
+	uint8_t *b = malloc(65536), *z = calloc(1, 65536);
+	assert_int_equal(tc_dev_pread(bd, b, 65536, TC_BACKING_DATA_OFFSET + 2 * MIB), 0);
+	assert_memory_equal(b, z, 65536);
+	struct tc_cache_stats cs;
+	tc_cache_stats(e->c, &cs);
+	assert_int_equal(cs.lines_dirty, 0);
+	free(b);
+	free(z);
+	env_down(e);
+}
+
 static void test_policy_change_drains(void **state)
 {
 	struct env *e = *state;
@@ -777,6 +802,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_read_miss_then_hit, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_partial_sectors_rmw, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_writeback_dirty_then_detach, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_detach_discard_dirty, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_policy_change_drains, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_passthrough_invalidates, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_write_around_no_allocate, setup, teardown),
