@@ -626,7 +626,8 @@ struct tc_volume_stats {
 	uint64_t evictions;         /* lines of this volume evicted */
 	uint64_t bypassed_seq;      /* requests bypassing the cache: sequential cutoff */
 	uint64_t bypassed_admission;/* read misses not filled: admission said no */
-	uint64_t bypassed_bytes;
+	uint64_t bypassed_bytes;    /* sequential bypass: bytes written around the cache,
+	                             * and bytes of read misses not filled */
 	uint64_t dirty_bytes;       /* now */
 	uint64_t cached_bytes;      /* valid bytes now */
 	uint64_t writeback_bytes;   /* written back by the cleaner */

@@ -1224,6 +1224,9 @@ void tc_volume_submit(struct tc_volume *v, struct tc_io *io)
 	    tc_seq_check(&v->seq, io->offset, io->length, cutoff)) {
 		r->seq_bypass = true;
 		tc_stat_add(v, ST_BYPASS_SEQ, 1);
+		/* Writes go around the cache whole; reads only where they miss (admit_fill). */
+		if (io->op == TC_OP_WRITE)
+			tc_stat_add(v, ST_BYPASS_BYTES, io->length);
 	}
 
 	/* One extra reference held by this function: sub-requests can finish inside

@@ -350,7 +350,14 @@ static void test_sequential_cutoff(void **state)
 	struct tc_volume_stats st = vstats(e);
 	/* The first 4 requests build the stream up to the cutoff, the rest bypass. */
 	assert_int_equal(st.bypassed_seq, 13);
+	assert_int_equal(st.bypassed_bytes, 13 * 65536);   /* read misses not filled */
 	assert_true(st.cached_bytes <= 4 * 65536);
+	/* A sequential write stream: past the cutoff its bytes go around the cache. */
+	for (unsigned i = 0; i < 8; i++)
+		wr(e, 4 * MIB + (uint64_t)i * 65536, 65536, 3, 0);
+	st = vstats(e);
+	assert_int_equal(st.bypassed_seq, 13 + 5);
+	assert_int_equal(st.bypassed_bytes, (13 + 5) * 65536);
 	env_down(e);
 }
 
