@@ -293,8 +293,7 @@ static int assemble_backing(tc_host *h, struct host_dev *b)
 	const char *why = c ? "failed to open" : "is not among the devices given";
 	if (p->settings.write_policy == TC_WP_WB) {
 		tc_err(h->ctx, "volume \"%s\" (backing %s): its cache %s %s, and in write-back "
-		       "it may hold the volume's dirty data; give the cache's device too, or "
-		       "repair it", p->name, b->spec, p->cache_uuid, why);
+		       "it may hold the volume's dirty data; give the cache's device too", p->name, b->spec, p->cache_uuid, why);
 		return c ? -EUCLEAN : -ENODEV;
 	}
 	tc_warn(h->ctx, "volume \"%s\" (backing %s): its cache %s %s; serving the volume "
@@ -325,8 +324,10 @@ int tc_host_assemble(tc_ctx *ctx, const char *const *specs, unsigned nspecs,
 		if (r)
 			break;
 		if (d->probe.kind != TC_PROBE_CACHE && d->probe.kind != TC_PROBE_BACKING) {
-			tc_err(ctx, "device %s: holds %s, not a tiercache cache or backing "
-			       "(format it with `tiercache create`)", specs[i], d->probe.what);
+			tc_err(ctx, "device %s: %s%s, not a tiercache cache or backing (format "
+			       "it with `tiercache create`)", specs[i],
+			       d->probe.kind == TC_PROBE_EMPTY ? "is empty" : "holds ",
+			       d->probe.kind == TC_PROBE_EMPTY ? "" : d->probe.what);
 			r = -EINVAL;
 		}
 	}

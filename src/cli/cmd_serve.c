@@ -98,29 +98,6 @@ static const char debug_help[] =
 "EXIT STATUS\n"
 "    0 the server went down, 1 no server answered or it did not go down.\n";
 
-/* The plugin: $TC_NBDKIT_PLUGIN, the build tree's (../nbd/ from this program), or the
- * installed one. */
-static const char *find_plugin(char *buf, size_t len)
-{
-	const char *env = getenv("TC_NBDKIT_PLUGIN");
-	if (env && *env)
-		return env;
-	char exe[PATH_MAX];
-	ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
-	if (n > 0) {
-		exe[n] = 0;
-		char *slash = strrchr(exe, '/');
-		if (slash) {
-			*slash = 0;
-			int w = snprintf(buf, len, "%.*s/../nbd/nbdkit-tiercache-plugin.so",
-					 (int)(len - 40), exe);
-			if (w > 0 && (size_t)w < len && access(buf, R_OK) == 0)
-				return buf;
-		}
-	}
-	return TC_PLUGIN_INSTALLED;
-}
-
 static int make_parent(const char *path)
 {
 	char dir[PATH_MAX];
@@ -161,6 +138,23 @@ static int clear_socket(const char *what, const char *path)
 		return -1;
 	}
 	return 0;
+}
+
+/* The warnings of the log from @off on (a degraded volume, say): the user of a
+ * background server would not see them otherwise. */
+static void print_log_warnings(const char *log, off_t off)
+{
+	FILE *f = fopen(log, "r");
+	if (!f)
+		return;
+	fseeko(f, off, SEEK_SET);
+	char line[4096];
+	while (fgets(line, sizeof(line), f)) {
+		char *w = strstr(line, "warning: ");
+		if (w)
+			fprintf(stderr, "tiercache serve: %s", w);
+	}
+	fclose(f);
 }
 
 /* Print the log from @off on (a failed background start). */
@@ -246,7 +240,7 @@ int cmd_serve(int argc, char **argv)
 		return TC_EXIT_FAIL;
 
 	char pbuf[PATH_MAX];
-	const char *plugin = find_plugin(pbuf, sizeof(pbuf));
+	const char *plugin = cli_find_plugin(pbuf, sizeof(pbuf));
 	if (access(plugin, R_OK) < 0) {
 		cli_err("nbdkit plugin %s: %s (set TC_NBDKIT_PLUGIN)", plugin, strerror(errno));
 		return TC_EXIT_FAIL;
@@ -354,6 +348,7 @@ int cmd_serve(int argc, char **argv)
 		int fd = ctl_connect(control);
 		if (fd >= 0) {
 			close(fd);
+			print_log_warnings(log, log_start);
 			printf("serving on %s%s%s%s (pid %d); control %s; log %s\n",
 			       sock ? "unix socket " : "", sock ? sock : host, sock ? "" : ":",
 			       sock ? "" : port, (int)pid, control, log);

@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "ctl.h"
 
 const char *cli_cmd_name = "";
 
@@ -167,6 +168,10 @@ int cli_uint(const char *opt, const char *arg, uint64_t lo, uint64_t hi, uint64_
 static void log_sink(void *opaque, enum tc_log_level level, const char *msg)
 {
 	(void)opaque;
+	/* Errors of a volume operation become its result's message (ctl_execute()):
+	 * printed once, there. */
+	if (level == TC_LOG_ERROR && ctl_capture_log(msg))
+		return;
 	const char *kind = level == TC_LOG_ERROR ? "error: " :
 			   level == TC_LOG_WARN ? "warning: " : "";
 	fprintf(stderr, "tiercache %s: %s%s\n", cli_cmd_name, kind, msg);
@@ -225,4 +230,25 @@ int cli_abs_spec(const char *spec, char *buf, size_t len)
 		return -1;
 	}
 	return 0;
+}
+
+const char *cli_find_plugin(char *buf, size_t len)
+{
+	const char *env = getenv("TC_NBDKIT_PLUGIN");
+	if (env && *env)
+		return env;
+	char exe[PATH_MAX];
+	ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+	if (n > 0) {
+		exe[n] = 0;
+		char *slash = strrchr(exe, '/');
+		if (slash) {
+			*slash = 0;
+			int w = snprintf(buf, len, "%.*s/../nbd/nbdkit-tiercache-plugin.so",
+					 (int)(len - 40), exe);
+			if (w > 0 && (size_t)w < len && access(buf, R_OK) == 0)
+				return buf;
+		}
+	}
+	return TC_PLUGIN_INSTALLED;
 }

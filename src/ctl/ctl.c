@@ -401,15 +401,23 @@ json_object *ctl_execute(tc_host *h, json_object *req, tc_progress_fn fn, void *
 		resp = ctl_error(EINVAL, msg);
 	}
 	char *msgs = capture_end();
-	/* A failure without its own words gets the library's messages. */
+	/* A failure gets the library's messages: instead of a bare strerror(), or after
+	 * its own words. */
 	json_object *je, *jok;
 	if (msgs && json_object_object_get_ex(resp, "ok", &jok) && !json_object_get_boolean(jok) &&
 	    json_object_object_get_ex(resp, "errno", &je)) {
 		json_object *jmsg;
 		const char *cur = json_object_object_get_ex(resp, "error", &jmsg) ?
 				  json_object_get_string(jmsg) : "";
-		if (!strcmp(cur, strerror(json_object_get_int(je))))
+		if (!strcmp(cur, strerror(json_object_get_int(je)))) {
 			json_object_object_add(resp, "error", json_object_new_string(msgs));
+		} else {
+			/* Its own words first, then what the library said. */
+			char *both = NULL;
+			if (asprintf(&both, "%s; %s", cur, msgs) >= 0)
+				json_object_object_add(resp, "error", json_object_new_string(both));
+			free(both);
+		}
 	}
 	free(msgs);
 	return resp;
