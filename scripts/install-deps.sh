@@ -15,7 +15,7 @@ BUILD_PKGS="build-essential meson ninja-build pkg-config
 # Tests and tools: fio and NBD clients for integration tests, nbdkit for the server,
 # qemu-img/qemu-io, gnuplot for benchmark plots, compression libraries for traces.
 TOOL_PKGS="fio nbdkit nbdkit-plugin-dev libnbd-bin libnbd-dev qemu-utils gnuplot-nox
-	zlib1g-dev libbz2-dev liblzma-dev libzstd-dev"
+	zlib1g-dev libbz2-dev liblzma-dev libzstd-dev python3-libnbd e2fsprogs"
 
 die() {
 	echo "install-deps: error: $*" >&2

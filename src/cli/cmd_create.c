@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "cli.h"
 
@@ -95,6 +96,28 @@ static const char *spec_file(const char *spec)
 	return spec;
 }
 
+/* The library's rule for volume names (tc_backing_format), checked here too so that a
+ * bad --name is bad usage (exit 2) before any device is opened or created. */
+static bool name_ok(const char *name)
+{
+	size_t n = strlen(name);
+	if (n == 0 || n >= TC_NAME_MAX || !strcmp(name, ".") || !strcmp(name, "..") ||
+	    name[0] == '-')
+		return false;
+	for (size_t i = 0; i < n; i++) {
+		char ch = name[i];
+		if (!((ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') ||
+		      (ch >= '0' && ch <= '9') || ch == '.' || ch == '_' || ch == '-'))
+			return false;
+	}
+	return true;
+}
+
+static bool pow2_in(uint64_t v, uint64_t lo, uint64_t hi)
+{
+	return v >= lo && v <= hi && !(v & (v - 1));
+}
+
 /* Refuse unless what @p shows may be overwritten.  Returns 0 to go on, or 1. */
 static int check_overwrite(tc_ctx *ctx, tc_dev *dev, const char *spec,
 			   const struct tc_probe *p, bool force, bool discard_dirty)
@@ -151,7 +174,7 @@ static int check_overwrite(tc_ctx *ctx, tc_dev *dev, const char *spec,
 
 int cmd_create(int argc, char **argv)
 {
-	const char *name = NULL;
+	const char *name = NULL, *line_arg = NULL, *stripe_arg = NULL;
 	uint64_t stripe = 0, line = 0, size = 0;
 	int repl = -1;
 	bool force = false, discard = false, json = false;
@@ -163,10 +186,12 @@ int cmd_create(int argc, char **argv)
 		switch (c) {
 		case OPT_NAME: name = optarg; break;
 		case OPT_STRIPE:
+			stripe_arg = optarg;
 			if (cli_size("--stripe-size", optarg, &stripe))
 				return TC_EXIT_USAGE;
 			break;
 		case OPT_LINE:
+			line_arg = optarg;
 			if (cli_size("--line-size", optarg, &line))
 				return TC_EXIT_USAGE;
 			break;
@@ -215,6 +240,16 @@ int cmd_create(int argc, char **argv)
 		return cli_usage("create cache: --name and --stripe-size are for backings");
 	if (backing && (line || repl >= 0))
 		return cli_usage("create backing: --line-size and --replacement are for caches");
+	if (backing && !name_ok(name))
+		return cli_usage("--name: \"%s\" is not a volume name (1-%d characters of "
+				 "[A-Za-z0-9._-], not \".\", \"..\" or starting with '-')", name,
+				 TC_NAME_MAX - 1);
+	if (line && !pow2_in(line, 4096, 65536))
+		return cli_usage("--line-size: \"%s\" is not 4K, 8K, 16K, 32K or 64K",
+				 line_arg);
+	if (stripe && !pow2_in(stripe, 4096, TC_STRIPE_MAX))
+		return cli_usage("--stripe-size: \"%s\" is not a power of two from 4K to 16M",
+				 stripe_arg);
 
 	unsigned flags = TC_DEV_EXCLUSIVE;
 	struct stat st;
@@ -236,6 +271,8 @@ int cmd_create(int argc, char **argv)
 	int r = tc_dev_open_spec(ctx, spec, flags, size, 1, &dev);
 	if (r) {
 		tc_ctx_free(ctx);
+		if (flags & TC_DEV_CREATE)
+			unlink(spec_file(spec));
 		return TC_EXIT_FAIL;
 	}
 	struct tc_probe p;
@@ -278,5 +315,8 @@ int cmd_create(int argc, char **argv)
 out:
 	tc_dev_close(dev);
 	tc_ctx_free(ctx);
+	/* A refused command changes nothing: not even the file it just created. */
+	if (rc != TC_EXIT_OK && (flags & TC_DEV_CREATE))
+		unlink(spec_file(spec));
 	return rc;
 }

@@ -97,7 +97,9 @@ static void *conn_main(void *arg)
 			break;
 		}
 		json_object *jop;
+		/* "op" may be absent, null or not a string: ctl_execute() answers those. */
 		if (json_object_object_get_ex(req, "op", &jop) &&
+		    json_object_is_type(jop, json_type_string) &&
 		    !strcmp(json_object_get_string(jop), "power_cut") && srv->power_cut) {
 			json_object_put(req);
 			srv->power_cut(srv->opaque);

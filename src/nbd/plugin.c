@@ -118,20 +118,29 @@ static void power_cut(void *opaque)
 	_exit(137);
 }
 
+/* A failed start: nbdkit exits without .cleanup, so the NBD socket it bound is
+ * removed here (a refused `tiercache serve` leaves nothing behind). */
+static int start_failed(void)
+{
+	if (nbd_socket)
+		unlink(nbd_socket);
+	return -1;
+}
+
 static int tiercache_after_fork(void)
 {
 	struct tc_ctx_opts o = { .mode = TC_CTX_THREADED, .log_level = TC_LOG_INFO };
 	int r = tc_ctx_new(&o, &ctx);
 	if (r) {
 		nbdkit_error("cannot create the context: %s", strerror(-r));
-		return -1;
+		return start_failed();
 	}
 	tc_ctx_set_log(ctx, log_sink, NULL, TC_LOG_INFO);
 	struct tc_host_opts ho = { .dev_flags = TC_DEV_EXCLUSIVE, .crash_seed = crash_seed };
 	r = tc_host_assemble(ctx, (const char *const *)specs, nspecs, &ho, &host);
 	if (r) {
 		nbdkit_error("assembling the volumes failed: %s", strerror(-r));
-		return -1;
+		return start_failed();
 	}
 	for (unsigned i = 0; i < tc_host_export_count(host); i++) {
 		struct tc_export_info info;
@@ -144,7 +153,7 @@ static int tiercache_after_fork(void)
 		if (r) {
 			tc_host_close(host);
 			host = NULL;
-			return -1;
+			return start_failed();
 		}
 	}
 	return 0;
