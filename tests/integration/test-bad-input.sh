@@ -123,7 +123,7 @@ log "wrong devices"
 tc create backing hdd.img --name db --size 64M >/dev/null
 tc create cache ssd.img --size 16M >/dev/null
 truncate -s 16M zero.img
-refused 1 'zero.img: holds empty, not a tiercache' serve_try zero.img
+refused 1 'zero.img: is empty, not a tiercache' serve_try zero.img
 refused 1 'device [^ ]*hdd.img: holds tiercache backing, not a tiercache cache' \
 	tc attach --cache hdd.img --backing hdd.img --control "$CTL"
 refused_offline 1 'device [^ ]*ssd.img: holds tiercache cache, not a tiercache backing' \
