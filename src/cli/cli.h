@@ -72,6 +72,11 @@ const char *cli_human(uint64_t bytes, char *buf, size_t len);
  * absolute, into @buf.  Returns 0, or -1 after a message naming the device. */
 int cli_abs_spec(const char *spec, char *buf, size_t len);
 
+/* cli_find_plugin - the nbdkit plugin to run: $TC_NBDKIT_PLUGIN, else the build tree's
+ * (../nbd/nbdkit-tiercache-plugin.so from this program, written into @buf), else the
+ * installed one.  The path may not exist: the caller checks. */
+const char *cli_find_plugin(char *buf, size_t len);
+
 /* cli_isatty_err - stderr is a terminal (progress bars are drawn only then). */
 bool cli_isatty_err(void);
 
