@@ -44,9 +44,11 @@ struct tc_req {
 	_Atomic int err;
 	bool seq_bypass;
 	uint32_t nsubs;
-	/* FLUSH */
+	/* FLUSH; a whole-request backing read (read_bypass_whole) uses bflush too */
 	struct tc_commit_waiter cw;
 	struct tc_io bflush;
+	void *bounce;              /* aligned copy of the client's buffer, or NULL */
+	struct iovec biov;
 	struct tc_sub *subs;
 };
 
@@ -394,6 +396,7 @@ static void req_free(struct tc_req *r)
 		if (sub->iov_direct != &sub->iov_one)
 			free(sub->iov_direct);
 	}
+	free(r->bounce);
 	free(r);   /* the sub-requests live in the same allocation */
 }
 
@@ -1156,6 +1159,68 @@ static int check_request(struct tc_volume *v, const struct tc_io *io)
 	return 0;
 }
 
+static void bypass_read_done(struct tc_io *bio, int result)
+{
+	struct tc_req *r = bio->private_data;
+	if (result)
+		tc_stat_add(r->vol, ST_BACKING_ERRORS, 1);
+	else if (r->bounce)
+		tc_buf_to_iov(r->io->iov, r->io->iovcnt, 0, r->bounce, r->io->length);
+	req_part_done(r, result);
+}
+
+/*
+ * A sequential read (past the cutoff) of which the cache holds nothing, not even a
+ * line being filled or written: one backing read for the whole request instead of one
+ * per cache line, so a sequential stream reads as fast as it would without a cache
+ * (DESIGN.md).  A line appearing meanwhile belongs to a request concurrent with this
+ * one, which may see either data.  Returns false when the request must take the
+ * per-line path.
+ */
+static bool read_bypass_whole(struct tc_req *r, struct tc_io *io, uint64_t first,
+			      uint64_t last)
+{
+	struct tc_volume *v = r->vol;
+	struct tc_cache *c = v->cache;
+	tc_dev *b = v->backing;
+	if ((io->offset | io->length) % b->lbs)
+		return false;
+	for (uint64_t l = first; l <= last; l++) {
+		uint64_t key = tc_line_key(v->id, (uint32_t)l);
+		struct tc_stripe *st = tc_stripe_of(c, key);
+		pthread_mutex_lock(&st->lock);
+		bool present = tc_map_lookup(c, key) != TC_SLOT_NONE;
+		for (struct tc_inflight *i = st->inflight; i && !present; i = i->next)
+			present = i->key == key;
+		pthread_mutex_unlock(&st->lock);
+		if (present)
+			return false;
+	}
+	const struct iovec *iov = io->iov;
+	int iovcnt = io->iovcnt;
+	if (b->direct && !iov_aligned(io->iov, io->iovcnt)) {
+		r->bounce = tc_alloc_buf(io->length);
+		if (!r->bounce)
+			return false;
+		r->biov.iov_base = r->bounce;
+		r->biov.iov_len = io->length;
+		iov = &r->biov;
+		iovcnt = 1;
+	}
+	tc_stat_add(v, ST_READ_MISSES, last - first + 1);
+	tc_stat_add(v, ST_BYPASS_BYTES, io->length);
+	atomic_store(&r->left, 1);
+	r->bflush.op = TC_OP_READ;
+	r->bflush.offset = TC_BACKING_DATA_OFFSET + io->offset;
+	r->bflush.length = io->length;
+	r->bflush.iov = iov;
+	r->bflush.iovcnt = iovcnt;
+	r->bflush.done = bypass_read_done;
+	r->bflush.private_data = r;
+	tc_dev_submit(b, &r->bflush);
+	return true;
+}
+
 void tc_volume_submit(struct tc_volume *v, struct tc_io *io)
 {
 	struct tc_cache *c = v->cache;
@@ -1228,6 +1293,8 @@ void tc_volume_submit(struct tc_volume *v, struct tc_io *io)
 		if (io->op == TC_OP_WRITE)
 			tc_stat_add(v, ST_BYPASS_BYTES, io->length);
 	}
+	if (r->seq_bypass && io->op == TC_OP_READ && read_bypass_whole(r, io, first, last))
+		return;
 
 	/* One extra reference held by this function: sub-requests can finish inside
 	 * sub_start() (rounds with no I/O), and the last one frees the request. */

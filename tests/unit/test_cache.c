@@ -352,12 +352,29 @@ static void test_sequential_cutoff(void **state)
 	assert_int_equal(st.bypassed_seq, 13);
 	assert_int_equal(st.bypassed_bytes, 13 * 65536);   /* read misses not filled */
 	assert_true(st.cached_bytes <= 4 * 65536);
+	/* Past the cutoff, a read of which the cache holds nothing is one backing read,
+	 * not one per line. */
+	struct tc_dev_stats b0, b1;
+	tc_dev_stats(e->bd, &b0);
+	expect_zero(e, 16 * 65536, 65536);
+	tc_dev_stats(e->bd, &b1);
+	assert_int_equal(b1.reads - b0.reads, 1);
+	assert_int_equal(vstats(e).bypassed_bytes, 14 * 65536);
+	/* ... and one the cache holds part of takes the per-line path (cached data may be
+	 * newer than the backing's). */
+	wr(e, 17 * 65536 + 16384, 4096, 4, 0);
+	uint8_t *buf = malloc(65536), *want = calloc(1, 65536);
+	fill(want + 16384, 4096, 4);
+	assert_int_equal(tc_volume_pread(e->v, buf, 65536, 17 * 65536), 0);
+	assert_memory_equal(buf, want, 65536);
+	free(buf);
+	free(want);
 	/* A sequential write stream: past the cutoff its bytes go around the cache. */
 	for (unsigned i = 0; i < 8; i++)
 		wr(e, 4 * MIB + (uint64_t)i * 65536, 65536, 3, 0);
 	st = vstats(e);
-	assert_int_equal(st.bypassed_seq, 13 + 5);
-	assert_int_equal(st.bypassed_bytes, (13 + 5) * 65536);
+	assert_int_equal(st.bypassed_seq, 13 + 2 + 5);
+	assert_int_equal(st.bypassed_bytes, (15 + 5) * 65536);
 	env_down(e);
 }
 
