@@ -157,22 +157,28 @@ void tc_seq_fini(struct tc_seq *q)
 }
 
 /*
- * tc_seq_check - see policy.h.  The stream whose end equals @off is extended; without
- * one, the least recently used of the TC_SEQ_STREAMS entries starts a new stream
- * (so a single request of >= @cutoff bytes counts as sequential, as in bcache).
- * O(TC_SEQ_STREAMS).  Thread-safe; never blocks: a busy detector answers false
- * without recording.
+ * tc_seq_check - see policy.h.  A request extends the stream whose end it starts near:
+ * within TC_SEQ_REORDER request lengths after the end (a request overtook this one on
+ * its way in) or before it (this one was overtaken), since clients with several
+ * requests in flight, and the server's threads, reorder a stream slightly; the end
+ * only moves forward.  Without one, the least recently used of the TC_SEQ_STREAMS
+ * entries starts a new stream (so a single request of >= @cutoff bytes counts as
+ * sequential, as in bcache).  O(TC_SEQ_STREAMS) under the detector's mutex, held for
+ * those few comparisons only.
  */
 bool tc_seq_check(struct tc_seq *q, uint64_t off, uint64_t len, uint64_t cutoff)
 {
 	unsigned i, lru = 0;
 	bool seq;
+	uint64_t window = TC_SEQ_REORDER * len;
 
-	if (cutoff == 0 || pthread_mutex_trylock(&q->lock) != 0)
+	if (cutoff == 0)
 		return false;
+	pthread_mutex_lock(&q->lock);
 	q->clock++;
 	for (i = 0; i < TC_SEQ_STREAMS; i++) {
-		if (q->s[i].len && q->s[i].end == off)
+		uint64_t end = q->s[i].end;
+		if (q->s[i].len && off <= end + window && off + window >= end)
 			break;
 		if (q->s[i].last_use < q->s[lru].last_use)
 			lru = i;
@@ -180,8 +186,10 @@ bool tc_seq_check(struct tc_seq *q, uint64_t off, uint64_t len, uint64_t cutoff)
 	if (i == TC_SEQ_STREAMS) {
 		i = lru;
 		q->s[i].len = 0;
+		q->s[i].end = 0;
 	}
-	q->s[i].end = off + len;
+	if (off + len > q->s[i].end)
+		q->s[i].end = off + len;
 	q->s[i].len += len;
 	q->s[i].last_use = q->clock;
 	seq = q->s[i].len >= cutoff;

@@ -91,6 +91,7 @@ unsigned tc_admit_access(struct tc_admit *a, uint64_t key);
 size_t tc_admit_mem(const struct tc_admit *a);  /* bytes */
 
 #define TC_SEQ_STREAMS 16
+#define TC_SEQ_REORDER 4   /* a stream tolerates reordering within 4 request lengths */
 /*
  * Sequential detector of one volume.  A request starting where a tracked stream ended
  * extends it; otherwise it replaces the least recently used stream.  Thread-safety: a
