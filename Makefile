@@ -121,8 +121,9 @@ stress: build
 	fi
 	$(BUILD)/tests/stress/tc-stress --seed $(SEED) --count $(COUNT)
 
-# DEMO: the main job on a built-in default.  scripts/demo.sh is a first version (runs
-# the hit-path benchmark in --quick mode); it will grow into the full demo.
+# DEMO: the main job on a built-in default: emulated HDD and SSD in a temporary folder,
+# uncached vs write-through vs write-back through NBD with fio (`tiercache bench
+# --quick`), then a CloudPhysics replay; about 2 minutes, sparse files removed at the end.
 demo: build
 	BUILD=$(BUILD) sh scripts/demo.sh
 
