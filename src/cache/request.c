@@ -233,7 +233,7 @@ static void round_end(struct tc_sub *s)
 }
 
 /* One slot I/O per run of consecutive units of @mask, through the bounce buffer. */
-static void sub_slot_runs(struct tc_sub *s, uint16_t mask, bool write)
+static void sub_slot_runs(struct tc_sub *s, uint16_t mask, bool write, unsigned flags)
 {
 	struct tc_cache *c = s->c;
 	unsigned u = 0;
@@ -248,7 +248,7 @@ static void sub_slot_runs(struct tc_sub *s, uint16_t mask, bool write)
 		struct iovec *v = &s->iov_inline[s->nios];
 		v->iov_base = s->buf + (size_t)u * TC_UNIT_SIZE;
 		v->iov_len = (size_t)(e - u) * TC_UNIT_SIZE;
-		sub_io(s, true, write ? TC_OP_WRITE : TC_OP_READ, 0,
+		sub_io(s, true, write ? TC_OP_WRITE : TC_OP_READ, flags,
 		       slot_offset(c, s->slot, u * TC_UNIT_SIZE), v, 1, v->iov_len);
 		u = e;
 	}
@@ -810,7 +810,7 @@ static void step_miss_cache_reads(struct tc_sub *s)
 	}
 	round_begin(s);
 	if (s->from_cache)
-		sub_slot_runs(s, s->from_cache, false);
+		sub_slot_runs(s, s->from_cache, false, 0);
 	round_end(s);
 }
 
@@ -828,7 +828,7 @@ static void step_miss_fill(struct tc_sub *s)
 		s->fill = 0;
 	round_begin(s);
 	if (s->fill)
-		sub_slot_runs(s, s->fill, true);
+		sub_slot_runs(s, s->fill, true, 0);
 	round_end(s);
 }
 
@@ -867,7 +867,7 @@ static void step_write_rmw(struct tc_sub *s)
 			return;
 		}
 		if (s->rmw_cache)
-			sub_slot_runs(s, s->rmw_cache, false);
+			sub_slot_runs(s, s->rmw_cache, false, 0);
 		for (unsigned u = 0; u < c->units; u++) {
 			if (!(s->rmw_backing & (1u << u)))
 				continue;
@@ -913,13 +913,18 @@ static void step_write_data(struct tc_sub *s)
 		sub_io(s, false, TC_OP_WRITE, s->fua ? TC_IO_FUA : 0, backing_offset(s, s->off),
 		       v, cnt, s->len);
 	}
+	/* FUA outside write-back: the slot copy of dirty units is the one recovery
+	 * trusts, so it must be durable on completion like the backing copy (write-back
+	 * FUA waits for a metadata commit instead, which flushes the cache first). */
+	unsigned slot_flags = s->fua && s->route != ROUTE_WB ? TC_IO_FUA : 0;
 	if (s->cache_write) {
 		if (s->direct) {
 			unsigned ua = (unsigned)__builtin_ctz(s->cache_write);
-			sub_io(s, true, TC_OP_WRITE, 0, slot_offset(c, s->slot, ua * TC_UNIT_SIZE),
+			sub_io(s, true, TC_OP_WRITE, slot_flags,
+			       slot_offset(c, s->slot, ua * TC_UNIT_SIZE),
 			       s->iov_direct, s->iov_direct_cnt, s->len);
 		} else {
-			sub_slot_runs(s, s->cache_write, true);
+			sub_slot_runs(s, s->cache_write, true, slot_flags);
 		}
 	}
 	round_end(s);
