@@ -568,8 +568,14 @@ static void plan_write(struct tc_sub *s)
 	uint16_t valid = s->slot != TC_SLOT_NONE ? c->lines[s->slot].valid : 0;
 	uint16_t dirty = s->slot != TC_SLOT_NONE ? c->lines[s->slot].dirty : 0;
 
-	if (s->route == ROUTE_PT && (dirty & s->touched))
-		s->route = ROUTE_WA;   /* keep the dirty copy coherent instead of dropping it */
+	/* Pass-through drops the cached units it overwrites.  Where the line is dirty, or
+	 * clean in memory but still dirty in the committed metadata (cleaned since the
+	 * last commit), recovery after a crash would trust the slot copy: update it
+	 * instead of dropping it (write-around), so that it holds the new data too. */
+	bool disk_dirty = s->slot != TC_SLOT_NONE && (valid & s->touched) &&
+			  (tc_line_flags_load(&c->lines[s->slot]) & TC_LINE_DISK_DIRTY);
+	if (s->route == ROUTE_PT && ((dirty & s->touched) || disk_dirty))
+		s->route = ROUTE_WA;
 	bool hit = (s->touched & ~valid) == 0;
 	tc_stat_add(s->vol, hit ? ST_WRITE_HITS : (s->touched & valid) ? ST_WRITE_PARTIAL :
 		    ST_WRITE_MISSES, 1);
