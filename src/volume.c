@@ -474,15 +474,36 @@ tc_ctx *tc_host_ctx(tc_host *h)
 
 /* ---- live attach and detach ------------------------------------------------------- */
 
+/* Close a device a failed live attach opened, and take it out of the table (no export
+ * refers to it: exports are only added on success). */
+static void host_dev_forget(tc_host *h, struct host_dev *d)
+{
+	if (!d)
+		return;
+	pthread_mutex_lock(&h->lock);
+	for (unsigned i = 0; i < h->ndevs; i++)
+		if (h->devs[i] == d) {
+			h->devs[i] = h->devs[--h->ndevs];
+			break;
+		}
+	pthread_mutex_unlock(&h->lock);
+	if (d->cache)
+		tc_cache_close(d->cache);
+	tc_dev_close(d->dev);
+	free(d->spec);
+	free(d);
+}
+
 int tc_host_attach(tc_host *h, const char *cache_spec, const char *backing_spec,
 		   const struct tc_volume_settings *settings, unsigned flags, tc_export **out)
 {
 	pthread_mutex_lock(&h->mgmt);
 	int r;
-	struct host_dev *c = host_dev_find(h, cache_spec);
+	struct host_dev *c = host_dev_find(h, cache_spec), *new_c = NULL, *new_b = NULL;
 	if (!c) {
-		/* A cache new to the host: open it. */
+		/* A cache new to the host: open it (and close it again if the attach fails). */
 		r = host_dev_open(h, cache_spec, &c);
+		new_c = r ? NULL : c;
 		if (r)
 			goto out;
 		if (c->probe.kind == TC_PROBE_CACHE && tc_cache_open(h->ctx, c->dev, &c->cache))
@@ -521,6 +542,7 @@ int tc_host_attach(tc_host *h, const char *cache_spec, const char *backing_spec,
 		r = host_dev_open(h, backing_spec, &b);
 		if (r)
 			goto out;
+		new_b = b;
 		if (b->probe.kind != TC_PROBE_BACKING) {
 			tc_err(h->ctx, "device %s: holds %s, not a tiercache backing (format it "
 			       "with `tiercache create backing`)", backing_spec, b->probe.what);
@@ -555,6 +577,11 @@ int tc_host_attach(tc_host *h, const char *cache_spec, const char *backing_spec,
 	if (!r && out)
 		*out = e;
 out:
+	/* A refused attach leaves the host as it was: devices it opened are closed. */
+	if (r) {
+		host_dev_forget(h, new_b);
+		host_dev_forget(h, new_c);
+	}
 	pthread_mutex_unlock(&h->mgmt);
 	return r;
 }

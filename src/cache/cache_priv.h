@@ -108,6 +108,7 @@ struct tc_volume {
 	uint64_t tokens;                 /* writeback budget, bytes */
 	uint64_t rate_window_start, rate_window_bytes;
 	_Atomic uint64_t rate_last;      /* bytes/s over the last full second */
+	_Atomic uint64_t rate_stamp_ns;  /* when rate_last was last published */
 	/* Counters (atomic). */
 	_Atomic uint64_t st[32];
 };

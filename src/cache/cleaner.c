@@ -228,6 +228,7 @@ static void batch_finish(struct tc_cache *c)
 	if (now - v->rate_window_start >= 1000000000ull) {
 		uint64_t span = now - v->rate_window_start;
 		atomic_store(&v->rate_last, span ? v->rate_window_bytes * 1000000000ull / span : 0);
+		atomic_store(&v->rate_stamp_ns, now);
 		v->rate_window_start = now;
 		v->rate_window_bytes = 0;
 	}

@@ -38,7 +38,10 @@ void tc_volume_stats(tc_volume *v, struct tc_volume_stats *st)
 	st->backing_errors = s[ST_BACKING_ERRORS];
 	st->dirty_bytes = atomic_load(&v->dirty_units) * TC_UNIT_SIZE;
 	st->cached_bytes = atomic_load(&v->valid_units) * TC_UNIT_SIZE;
-	st->writeback_rate = atomic_load(&v->rate_last);
+	/* The rate is published when writeback happens; two seconds without any means
+	 * none is happening now, whatever the last published figure. */
+	uint64_t now = tc_ctx_now(v->cache->ctx), stamp = atomic_load(&v->rate_stamp_ns);
+	st->writeback_rate = now - stamp > 2000000000ull ? 0 : atomic_load(&v->rate_last);
 	st->fallback_pt = atomic_load(&v->cache->failed);
 	st->draining = atomic_load(&v->draining) > 0;
 	tc_dev_stats(v->backing, &st->backing);

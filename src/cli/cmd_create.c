@@ -39,22 +39,24 @@ static const char help[] =
 "\n"
 "    Safety: a device that holds a file system, a partition table, another format's\n"
 "    superblock or a tiercache superblock is refused unless --force.  A device holding\n"
-"    a cache with dirty data is refused even with --force, since formatting would lose\n"
-"    that data: detach its volumes first, or give --discard-dirty to throw it away.\n"
+"    a cache with dirty data, or the backing of a write-back volume (whose cache may\n"
+"    hold its newest data), is refused even with --force, since formatting would lose\n"
+"    that data: detach the volumes first, or give --discard-dirty to throw it away.\n"
 "    A device in use by a running server (locked) is refused.  A refused command\n"
 "    changes nothing.\n"
 "\n"
 "OPTIONS\n"
 "    --name NAME            volume name: 1-31 characters of [A-Za-z0-9._-]\n"
 "    --stripe-size SIZE     full-stripe size of the array behind the backing (power of\n"
-"                           two, 4K..16M), recorded for stripe-aware writeback\n"
+"                           two, 4K..16M; 0 = none), recorded for stripe-aware writeback\n"
 "    --read-cache on|off, --write-policy wt|wb|wa|pt, --flush-rate low|medium|high\n"
 "                           the volume's initial settings (see `tiercache set --help`)\n"
 "    --line-size SIZE       cache line size: 4K, 8K, 16K, 32K or 64K (default 64K)\n"
 "    --replacement POLICY   s3fifo (default) or lru\n"
 "    --size SIZE            create DEVICE as a sparse file of SIZE if it does not exist\n"
 "    --force                overwrite a device that holds data (see Safety)\n"
-"    --discard-dirty        also overwrite a cache that holds dirty data (it is lost)\n"
+"    --discard-dirty        also overwrite a cache that holds dirty data, or a\n"
+"                           write-back backing (that data is lost; implies --force)\n"
 "    --json                 print the result as JSON\n"
 "\n"
 "EXAMPLES\n"
@@ -161,7 +163,21 @@ static int check_overwrite(tc_ctx *ctx, tc_dev *dev, const char *spec,
 		}
 		return 0;
 	}
-	if (force)
+	if (p->kind == TC_PROBE_BACKING && p->cache_uuid[0] &&
+	    p->settings.write_policy == TC_WP_WB && !discard_dirty) {
+		/* Its cache may hold the volume's newest data: formatting the backing would
+		 * orphan it.  Only the cache knows; without it, assume so. */
+		cli_err("device %s: holds the backing of volume \"%s\", attached in write-back "
+			"to cache %s, which may hold its dirty data; detach the volume first "
+			"(tiercache detach), or give --discard-dirty to format it anyway", spec,
+			p->name, p->cache_uuid);
+		return 1;
+	}
+	if (p->kind == TC_PROBE_UNKNOWN && strstr(p->what, "too small")) {
+		cli_err("device %s: %s for a tiercache device", spec, p->what);
+		return 1;
+	}
+	if (force || discard_dirty)
 		return 0;
 	if (p->kind == TC_PROBE_BACKING)
 		cli_err("device %s: holds the tiercache backing of volume \"%s\"%s%s; give "
@@ -202,6 +218,9 @@ int cmd_create(int argc, char **argv)
 		case OPT_SIZE:
 			if (cli_size("--size", optarg, &size))
 				return TC_EXIT_USAGE;
+			if (size == 0 || size % 4096)
+				return cli_usage("--size: \"%s\" is not a positive multiple of 4K",
+						 optarg);
 			break;
 		case OPT_FORCE: force = true; break;
 		case OPT_DISCARD: discard = true; break;
@@ -244,7 +263,7 @@ int cmd_create(int argc, char **argv)
 		return cli_usage("--name: \"%s\" is not a volume name (1-%d characters of "
 				 "[A-Za-z0-9._-], not \".\", \"..\" or starting with '-')", name,
 				 TC_NAME_MAX - 1);
-	if (line && !pow2_in(line, 4096, 65536))
+	if (line_arg && !pow2_in(line, 4096, 65536))
 		return cli_usage("--line-size: \"%s\" is not 4K, 8K, 16K, 32K or 64K",
 				 line_arg);
 	if (stripe && !pow2_in(stripe, 4096, TC_STRIPE_MAX))

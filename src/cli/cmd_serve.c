@@ -75,7 +75,7 @@ static const char help[] =
 "    tiercache serve /srv/ssd.img /srv/hdd.img\n"
 "    fio --ioengine=nbd --uri='nbd+unix:///db?socket=/run/tiercache/nbd.sock' ...\n"
 "    tiercache status\n"
-"    kill $(pidof nbdkit)        # or: pkill -TERM -f nbdkit-tiercache-plugin\n"
+"    kill PID                    # the pid serve printed: a clean stop\n"
 "\n"
 "EXIT STATUS\n"
 "    0 serving (background) or stopped cleanly (foreground), 1 the server failed to\n"
@@ -121,7 +121,8 @@ static int make_parent(const char *path)
 }
 
 /* A unix socket file nobody listens on (left by a killed server) is removed; one a
- * server answers on is an error.  Returns 0 or -1 after a message. */
+ * server answers on, or a path that is not a socket at all, is an error.  Returns 0
+ * or -1 after a message. */
 static int clear_socket(const char *what, const char *path)
 {
 	int fd = ctl_connect(path);
@@ -130,14 +131,44 @@ static int clear_socket(const char *what, const char *path)
 		cli_err("%s %s: a server already answers there", what, path);
 		return -1;
 	}
-	if (fd == -ECONNREFUSED)
-		unlink(path);
+	struct stat st;
+	if (lstat(path, &st) == 0) {
+		/* Only a socket file nobody answers on is ours to remove: a typo naming a
+		 * device image or a /dev node must not delete it. */
+		if (!S_ISSOCK(st.st_mode)) {
+			cli_err("%s %s: exists and is not a socket; give another path", what, path);
+			return -1;
+		}
+		if (fd == -ECONNREFUSED)
+			unlink(path);
+	}
 	int r = make_parent(path);
 	if (r) {
 		cli_err("%s %s: cannot create its folder: %s", what, path, strerror(-r));
 		return -1;
 	}
 	return 0;
+}
+
+/* The log is appended to: refuse a path that holds something else (a device image
+ * named by mistake would grow a tail of text).  A log is a regular file of text. */
+static bool log_file_ok(const char *log)
+{
+	struct stat st;
+	if (lstat(log, &st) < 0)
+		return true;   /* created */
+	bool ok = S_ISREG(st.st_mode);
+	if (ok && st.st_size > 0) {
+		char buf[4096];
+		FILE *f = fopen(log, "r");
+		size_t n = f ? fread(buf, 1, sizeof(buf), f) : 0;
+		if (f)
+			fclose(f);
+		ok = f && memchr(buf, 0, n) == NULL;
+	}
+	if (!ok)
+		cli_err("log %s: exists and is not a text file (a device?); give another path", log);
+	return ok;
 }
 
 /* The warnings of the log from @off on (a degraded volume, say): the user of a
@@ -293,6 +324,8 @@ int cmd_serve(int argc, char **argv)
 		cli_err("log %s: cannot create its folder: %s", log, strerror(errno));
 		return TC_EXIT_FAIL;
 	}
+	if (!log_file_ok(log))
+		return TC_EXIT_FAIL;
 	int lfd = open(log, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
 	if (lfd < 0) {
 		cli_err("log %s: %s", log, strerror(errno));

@@ -14,6 +14,7 @@
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include "cli.h"
@@ -64,6 +65,7 @@ static const char help_attach[] =
 "\n"
 "OPTIONS\n"
 SETTINGS_HELP
+"    --admission, --seq-cutoff, --fill   as in `tiercache set --help`\n"
 "    --discard-dirty              see above\n"
 "\n"
 COMMON_HELP;
@@ -198,11 +200,17 @@ struct vopts {
 };
 
 static volatile sig_atomic_t interrupted;
+static volatile sig_atomic_t server_fd = -1;
 
+/* Ctrl-C: offline, the progress callback sees the flag; with a server, half-closing
+ * the connection tells the server to stop the operation, and its answer (interrupted,
+ * or done if it finished first) is what the command reports. */
 static void on_signal(int sig)
 {
 	(void)sig;
 	interrupted = 1;
+	if (server_fd >= 0)
+		shutdown(server_fd, SHUT_WR);
 }
 
 static int show_progress(void *opaque, uint64_t left, uint64_t start)
@@ -219,7 +227,13 @@ static int show_progress(void *opaque, uint64_t left, uint64_t start)
 
 /* Parse the options every volume command shares, plus the settings ones (@settings:
  * allowed).  Returns -1 after printing help, a usage exit code, or 0. */
-static int parse(int argc, char **argv, struct vopts *o, const char *help, bool settings)
+/* Options beyond the common ones that a command takes (parse()'s @extra). */
+#define X_SETTINGS 0x1u
+#define X_ATTACH 0x2u      /* --cache, --backing */
+#define X_DISCARD 0x4u
+#define X_RESET 0x8u
+
+static int parse(int argc, char **argv, struct vopts *o, const char *help, unsigned extra)
 {
 	memset(o, 0, sizeof(*o));
 	o->control = TC_CONTROL_DEFAULT;
@@ -229,8 +243,14 @@ static int parse(int argc, char **argv, struct vopts *o, const char *help, bool 
 	while ((c = getopt_long(argc, argv, "h", options, NULL)) != -1) {
 		int v;
 		uint64_t n;
-		if (!settings && c >= O_RC && c <= O_FILL)
-			return cli_usage("%s does not take settings options", cli_cmd_name);
+		if (c >= O_RC && c <= O_FILL && !(extra & X_SETTINGS))
+			return cli_usage("%s does not take settings options (see `tiercache set`)",
+					 cli_cmd_name);
+		if (((c == O_CACHE || c == O_BACKING) && !(extra & X_ATTACH)) ||
+		    (c == O_DISCARD && !(extra & X_DISCARD)) || (c == O_RESET && !(extra & X_RESET)))
+			return cli_usage("%s does not take --%s", cli_cmd_name,
+					 c == O_CACHE ? "cache" : c == O_BACKING ? "backing" :
+					 c == O_DISCARD ? "discard-dirty" : "reset");
 		switch (c) {
 		case O_CONTROL: o->control = optarg; break;
 		case O_DEVICE: o->devices[o->ndevices++] = optarg; break;
@@ -307,7 +327,14 @@ static json_object *run(struct vopts *o, json_object *req, const char *what)
 	json_object *resp = NULL;
 	if (fd >= 0) {
 		int err;
+		struct sigaction sa = { .sa_handler = on_signal }, old_int, old_term;
+		server_fd = fd;
+		sigaction(SIGINT, &sa, &old_int);
+		sigaction(SIGTERM, &sa, &old_term);
 		resp = ctl_call(fd, req, show_progress, (void *)what, &err);
+		sigaction(SIGINT, &old_int, NULL);
+		sigaction(SIGTERM, &old_term, NULL);
+		server_fd = -1;
 		close(fd);
 		if (!resp)
 			cli_err("control socket %s: %s", o->control, err == -EPROTO ?
@@ -451,7 +478,7 @@ static void print_status(json_object *res, struct vopts *o)
 		print_volume_line(json_object_array_get_idx(vols, i));
 	if (json_object_array_length(caches))
 		printf("\n%-24s %10s %12s %12s %12s %10s\n", "CACHE", "LINE", "LINES", "USED",
-		       "DIRTY", "DIRTY");
+		       "DIRTY LINES", "DIRTY");
 	for (size_t i = 0; i < json_object_array_length(caches); i++) {
 		json_object *c = json_object_array_get_idx(caches, i);
 		char a[32], b[32];
@@ -534,7 +561,7 @@ static json_object *request(const char *op, const char *vol)
 int cmd_set(int argc, char **argv)
 {
 	struct vopts o;
-	int r = parse(argc, argv, &o, help_set, true);
+	int r = parse(argc, argv, &o, help_set, X_SETTINGS);
 	const char *vol = r ? NULL : operand(argc, argv);
 	if (!vol) {
 		vopts_free(&o);
@@ -555,7 +582,7 @@ int cmd_set(int argc, char **argv)
 int cmd_flush(int argc, char **argv)
 {
 	struct vopts o;
-	int r = parse(argc, argv, &o, help_flush, false);
+	int r = parse(argc, argv, &o, help_flush, 0);
 	const char *vol = r ? NULL : operand(argc, argv);
 	if (!vol) {
 		vopts_free(&o);
@@ -569,7 +596,7 @@ int cmd_flush(int argc, char **argv)
 int cmd_detach(int argc, char **argv)
 {
 	struct vopts o;
-	int r = parse(argc, argv, &o, help_detach, false);
+	int r = parse(argc, argv, &o, help_detach, X_DISCARD);
 	const char *vol = r ? NULL : operand(argc, argv);
 	if (!vol) {
 		vopts_free(&o);
@@ -586,7 +613,7 @@ int cmd_detach(int argc, char **argv)
 int cmd_stats(int argc, char **argv)
 {
 	struct vopts o;
-	int r = parse(argc, argv, &o, help_stats, false);
+	int r = parse(argc, argv, &o, help_stats, X_RESET);
 	const char *vol = r ? NULL : operand(argc, argv);
 	if (!vol) {
 		vopts_free(&o);
@@ -601,7 +628,7 @@ int cmd_stats(int argc, char **argv)
 int cmd_status(int argc, char **argv)
 {
 	struct vopts o;
-	int r = parse(argc, argv, &o, help_status, false);
+	int r = parse(argc, argv, &o, help_status, 0);
 	if (r || optind != argc) {
 		vopts_free(&o);
 		return r < 0 ? TC_EXIT_OK : r ? r : cli_usage("status takes no operands");
@@ -612,7 +639,7 @@ int cmd_status(int argc, char **argv)
 int cmd_attach(int argc, char **argv)
 {
 	struct vopts o;
-	int r = parse(argc, argv, &o, help_attach, true);
+	int r = parse(argc, argv, &o, help_attach, X_SETTINGS | X_ATTACH | X_DISCARD);
 	if (r || optind != argc || !o.cache || !o.backing) {
 		vopts_free(&o);
 		return r < 0 ? TC_EXIT_OK : r ? r :

@@ -223,6 +223,11 @@ int ctl_server_start(tc_host *host, const char *path, ctl_power_cut_fn power_cut
 		tc_err(ctx, "control socket %s: another server answers there", path);
 		return -EADDRINUSE;
 	}
+	struct stat st;
+	if (lstat(path, &st) == 0 && !S_ISSOCK(st.st_mode)) {
+		tc_err(ctx, "control socket %s: exists and is not a socket", path);
+		return -EEXIST;
+	}
 	if (probe == -ECONNREFUSED)
 		unlink(path);    /* a stale socket file from a server that died */
 	struct ctl_server *srv = calloc(1, sizeof(*srv));

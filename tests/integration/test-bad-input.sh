@@ -339,4 +339,32 @@ tc create cache ssd.img --discard-dirty >/dev/null || fail "create cache --disca
 [ "$(tc check --json ssd.img | json_get - devices 0 uuid)" != "$uuid" ] || fail "same cache uuid"
 # The backing still names the old cache, in write-back: serving it alone is refused.
 refused 1 "its cache $uuid is not among the devices given" serve_try hdd.img
+# ...and formatting it over is refused even with --force: the cache it names may hold
+# its newest data.
+refused 1 "device hdd.img: holds the backing of volume \"db\", attached in write-back to cache $uuid.*--discard-dirty" \
+	tc create backing hdd.img --name other --force
+
+# --- socket and log paths that name existing files -------------------------------------------------------
+log "serve paths naming existing files"
+printf 'not a socket\n' >"$T/notes.txt"
+keep=$(sums "$T/notes.txt")
+refused 1 "NBD socket $T/notes.txt: exists and is not a socket" \
+	tc serve --socket "$T/notes.txt" --control "$CTL" --log "$LOG" ssd.img
+refused 1 "control socket $T/notes.txt: exists and is not a socket" \
+	tc serve --socket "$SOCK" --control "$T/notes.txt" --log "$LOG" ssd.img
+refused 1 "log $T/ssd.img: exists and is not a text file" \
+	tc serve --socket "$SOCK" --control "$CTL" --log "$T/ssd.img" ssd.img
+[ "$(sums "$T/notes.txt")" = "$keep" ] || fail "notes.txt changed"
+
+# --- a refused live attach leaves no device held by the server ---------------------------------------------
+log "refused live attach releases what it opened"
+tc create cache ssd3.img --size 64M >/dev/null
+serve ssd.img
+expect_fail 1 "device $T/hdd.img: .*not a tiercache cache" \
+	ctl attach --cache hdd.img --backing hdd.img
+expect_fail 1 "attached to cache" ctl attach --cache ssd3.img --backing hdd.img
+[ "$(ctl status --json | json_get - caches | grep -c ssd3)" -eq 0 ] ||
+	fail "the server still lists ssd3.img after a refused attach"
+tc create cache ssd3.img --force >/dev/null || fail "ssd3.img still locked after a refused attach"
+stop_server
 log "ok"
