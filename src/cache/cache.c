@@ -674,7 +674,9 @@ static int cache_alloc_structs(struct tc_cache *c)
 	return tc_cleaner_init(c);
 }
 
-int tc_cache_open(tc_ctx *ctx, tc_dev *dev, tc_cache **out)
+/* A cache's in-memory structures from its newest valid superblock, nothing loaded or
+ * written yet (shared by open and inspection).  Returns 0 and *@out, or -errno. */
+static int cache_setup(tc_ctx *ctx, tc_dev *dev, struct tc_cache **out)
 {
 	struct tc_cache *c = calloc(1, sizeof(*c));
 	if (!c)
@@ -686,7 +688,6 @@ int tc_cache_open(tc_ctx *ctx, tc_dev *dev, tc_cache **out)
 		pthread_mutex_init(&c->live[i].lock, NULL);
 	pthread_mutex_init(&c->mgmt_lock, NULL);
 	pthread_mutex_init(&c->alloc_lock, NULL);
-	uint64_t t0 = tc_ctx_deterministic(ctx) ? 0 : tc_ctx_now(ctx);
 	int r = read_cache_sb(ctx, dev, &c->sb, &c->sb_latest);
 	if (r) {
 		cache_free(c);
@@ -704,6 +705,17 @@ int tc_cache_open(tc_ctx *ctx, tc_dev *dev, tc_cache **out)
 		cache_free(c);
 		return r;
 	}
+	*out = c;
+	return 0;
+}
+
+int tc_cache_open(tc_ctx *ctx, tc_dev *dev, tc_cache **out)
+{
+	struct tc_cache *c;
+	uint64_t t0 = tc_ctx_deterministic(ctx) ? 0 : tc_ctx_now(ctx);
+	int r = cache_setup(ctx, dev, &c);
+	if (r)
+		return r;
 	r = tc_meta_load(c, c->sb.clean_shutdown == 1);
 	if (r) {
 		cache_free(c);
@@ -752,27 +764,10 @@ int tc_cache_inspect(tc_ctx *ctx, tc_dev *dev, struct tc_cache_report *rep)
 	if (r)
 		return r;
 	inspect_sb_copies(dev, rep);
-	struct tc_cache *c = calloc(1, sizeof(*c));
-	if (!c)
-		return -ENOMEM;
-	c->ctx = ctx;
-	c->dev = dev;
-	pthread_mutex_init(&c->sb_lock, NULL);
-	for (unsigned i = 0; i < TC_LIVE_SHARDS; i++)
-		pthread_mutex_init(&c->live[i].lock, NULL);
-	pthread_mutex_init(&c->mgmt_lock, NULL);
-	pthread_mutex_init(&c->alloc_lock, NULL);
-	r = read_cache_sb(ctx, dev, &c->sb, &c->sb_latest);
+	struct tc_cache *c;
+	r = cache_setup(ctx, dev, &c);
 	if (r)
-		goto out;
-	c->line_size = c->sb.line_size;
-	c->line_shift = (unsigned)__builtin_ctz(c->line_size);
-	c->units = c->line_size / TC_UNIT_SIZE;
-	c->unit_mask_all = tc_units_mask(0, c->units);
-	c->nslots = c->sb.nslots;
-	r = cache_alloc_structs(c);
-	if (r)
-		goto out;
+		return r;
 	c->meta.inspecting = true;
 	r = tc_meta_load(c, c->sb.clean_shutdown == 1);
 	rep->md_blocks = c->sb.md_blocks;

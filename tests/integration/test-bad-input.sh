@@ -51,24 +51,6 @@ refused_offline() {
 	}
 }
 
-# qio URI COMMAND...: qemu-io commands; fails on an error or a pattern mismatch.
-qio() {
-	_u=$1
-	shift
-	_args=
-	for _c in "$@"; do
-		_args="$_args -c '$_c'"
-	done
-	set +e
-	eval "qemu-io -f raw '$_u' $_args" >"$T/qio.log" 2>&1
-	_rc=$?
-	set -e
-	if [ "$_rc" -ne 0 ] || grep -q 'Pattern verification failed' "$T/qio.log"; then
-		cat "$T/qio.log" >&2
-		fail "qemu-io $*: exit $_rc"
-	fi
-}
-
 # serve_try DEVICE...: `tiercache serve` on the test sockets (expected to be refused).
 serve_try() { tc serve --socket "$SOCK" --control "$CTL" --log "$LOG" "$@"; }
 

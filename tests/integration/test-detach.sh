@@ -21,24 +21,6 @@ fresh() {
 	tc attach --cache ssd.img --backing hdd.img --device hdd.img >/dev/null
 }
 
-# qio URI COMMAND...: qemu-io commands; fails on an error or a pattern mismatch.
-qio() {
-	_u=$1
-	shift
-	_args=
-	for _c in "$@"; do
-		_args="$_args -c '$_c'"
-	done
-	set +e
-	eval "qemu-io -f raw '$_u' $_args" >"$T/qio.log" 2>&1
-	_rc=$?
-	set -e
-	if [ "$_rc" -ne 0 ] || grep -q 'Pattern verification failed' "$T/qio.log"; then
-		cat "$T/qio.log" >&2
-		fail "qemu-io $*: exit $_rc"
-	fi
-}
-
 FIO="--offset=0 --size=48m --rw=randwrite --bssplit=4k/30:64k/70 --iodepth=16
 	--verify=crc32c --verify_fatal=1 --randseed=7"
 
