@@ -1244,9 +1244,12 @@ struct sync_io {
 static void sync_done(struct tc_io *io, int result)
 {
 	struct sync_io *s = (struct sync_io *)io;
+	tc_ctx *ctx = s->ctx;
 	s->result = result;
+	/* After this store the waiter may return and reuse its stack (and @s): touch
+	 * nothing of it. */
 	__atomic_store_n(&s->done, true, __ATOMIC_RELEASE);
-	tc_ctx_wake(s->ctx);
+	tc_ctx_wake(ctx);
 }
 
 int tc_volume_io(tc_volume *v, enum tc_op op, unsigned flags, void *buf, uint64_t len,
