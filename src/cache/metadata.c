@@ -365,9 +365,11 @@ struct sync_commit {
 static void sync_commit_done(struct tc_commit_waiter *w, int result)
 {
 	struct sync_commit *s = (struct sync_commit *)w;
+	tc_ctx *ctx = s->ctx;
 	s->result = result;
+	/* The waiter may return once done is set: @s is its stack, touch it no more. */
 	__atomic_store_n(&s->done, true, __ATOMIC_RELEASE);
-	tc_ctx_wake(s->ctx);
+	tc_ctx_wake(ctx);
 }
 
 int tc_meta_commit_sync(struct tc_cache *c)
