@@ -446,11 +446,16 @@ int tc_cleaner_drain(struct tc_volume *v, tc_progress_fn fn, void *opaque)
 			 atomic_load(&v->st[ST_CACHE_ERRORS]);
 	uint64_t last_report = UINT64_MAX;
 	for (;;) {
+		/* Write-back writes mark their units dirty before they leave wb_inflight:
+		 * read wb_inflight first, so that when it is 0 every such write's dirty
+		 * units are already counted in what is read next (the other order could
+		 * see 0 dirty, then a write finishing, then 0 in flight). */
+		bool wb_writes = atomic_load(&v->wb_inflight) != 0;
 		uint64_t left = atomic_load(&v->dirty_units) * TC_UNIT_SIZE;
 		pthread_mutex_lock(&c->meta.lock);
 		bool busy_here = c->cleaner.busy && c->cleaner.vol == v;
 		pthread_mutex_unlock(&c->meta.lock);
-		if (left == 0 && !busy_here && atomic_load(&v->wb_inflight) == 0)
+		if (left == 0 && !busy_here && !wb_writes)
 			break;
 		if (fn && left != last_report) {
 			last_report = left;
