@@ -27,7 +27,7 @@
 #include "tiercache.h"
 #define BENCH_NAME "tc-bench-fill"
 #include "bench_common.h"
-#include "cache_priv.h"   /* valid_bytes(): the map, for the byte hit ratio */
+#include "cache_priv.h"   /* tc_volume_valid_bytes(): the map, for the byte hit ratio */
 #include "bench/trace.h"  /* the trace readers of `tiercache replay` */
 
 #define TICK_NS 10000000ull        /* the engine's timer period (TC_TICK_NS) */
@@ -327,38 +327,6 @@ static void load_trace(struct trace *t)
  */
 
 
-/* Bytes of [off, off + len) held by valid units of the volume's lines right now. */
-static uint64_t valid_bytes(tc_volume *v, uint64_t off, uint64_t len)
-{
-	struct tc_cache *c = v->cache;
-	uint64_t end = off + len, pos = off, got = 0;
-
-	while (pos < end) {
-		uint32_t line_no = (uint32_t)(pos >> c->line_shift);
-		uint64_t lstart = (uint64_t)line_no << c->line_shift;
-		uint64_t lend = lstart + c->line_size < end ? lstart + c->line_size : end;
-		uint64_t key = tc_line_key(v->id, line_no);
-		struct tc_stripe *st = tc_stripe_of(c, key);
-		uint16_t valid = 0;
-
-		pthread_mutex_lock(&st->lock);
-		uint32_t slot = tc_map_lookup(c, key);
-		if (slot != TC_SLOT_NONE)
-			valid = c->lines[slot].valid;
-		pthread_mutex_unlock(&st->lock);
-		for (uint64_t p = pos; p < lend;) {
-			uint64_t unit = (p - lstart) / TC_UNIT_SIZE;
-			uint64_t uend = lstart + (unit + 1) * TC_UNIT_SIZE;
-			uint64_t e = uend < lend ? uend : lend;
-
-			if (valid & (1u << unit))
-				got += e - p;
-			p = e;
-		}
-		pos = lend;
-	}
-	return got;
-}
 
 static void poll_idle(tc_ctx *ctx)
 {
@@ -478,7 +446,7 @@ static void replay(struct run *run)
 			run->write_bytes += r->len;
 			continue;
 		}
-		uint64_t vb = valid_bytes(vol, r->off, r->len);
+		uint64_t vb = tc_volume_valid_bytes(vol, r->off, r->len);
 
 		tc_dev_stats(bdev, &b0);
 		tc_dev_stats(cdev, &c0);

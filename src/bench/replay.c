@@ -337,38 +337,6 @@ static bool stop_requested(const struct replay *p)
  * Library mode.
  */
 
-/* Bytes of [off, off + len) held by valid 4 KiB units of the volume's lines now. */
-static uint64_t valid_bytes(tc_volume *v, uint64_t off, uint64_t len)
-{
-	struct tc_cache *c = v->cache;
-	uint64_t end = off + len, pos = off, got = 0;
-
-	while (pos < end) {
-		uint32_t line_no = (uint32_t)(pos >> c->line_shift);
-		uint64_t lstart = (uint64_t)line_no << c->line_shift;
-		uint64_t lend = lstart + c->line_size < end ? lstart + c->line_size : end;
-		uint64_t key = tc_line_key(v->id, line_no);
-		struct tc_stripe *st = tc_stripe_of(c, key);
-		uint16_t valid = 0;
-
-		pthread_mutex_lock(&st->lock);
-		uint32_t slot = tc_map_lookup(c, key);
-		if (slot != TC_SLOT_NONE)
-			valid = c->lines[slot].valid;
-		pthread_mutex_unlock(&st->lock);
-		for (uint64_t q = pos; q < lend;) {
-			uint64_t unit = (q - lstart) / TC_UNIT_SIZE;
-			uint64_t uend = lstart + (unit + 1) * TC_UNIT_SIZE;
-			uint64_t e = uend < lend ? uend : lend;
-
-			if (valid & (1u << unit))
-				got += e - q;
-			q = e;
-		}
-		pos = lend;
-	}
-	return got;
-}
 
 static void lib_done(struct tc_io *io, int result)
 {
@@ -422,7 +390,7 @@ static int lib_submit(struct replay *p, uint64_t t_start, uint64_t now)
 				.private_data = s };
 	if (s->measured) {
 		struct tc_replay_result *res = p->res;
-		uint64_t vb = valid_bytes(p->vol, off, s->len);
+		uint64_t vb = tc_volume_valid_bytes(p->vol, off, s->len);
 		count_request(p, s);
 		if (s->write) {
 			res->write_hit_bytes += vb;

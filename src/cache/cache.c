@@ -736,6 +736,38 @@ int tc_cache_open(tc_ctx *ctx, tc_dev *dev, tc_cache **out)
 	return 0;
 }
 
+uint64_t tc_volume_valid_bytes(tc_volume *v, uint64_t off, uint64_t len)
+{
+	struct tc_cache *c = v->cache;
+	uint64_t end = off + len, pos = off, got = 0;
+
+	while (pos < end) {
+		uint32_t line_no = (uint32_t)(pos >> c->line_shift);
+		uint64_t lstart = (uint64_t)line_no << c->line_shift;
+		uint64_t lend = lstart + c->line_size < end ? lstart + c->line_size : end;
+		uint64_t key = tc_line_key(v->id, line_no);
+		struct tc_stripe *st = tc_stripe_of(c, key);
+		uint16_t valid = 0;
+
+		pthread_mutex_lock(&st->lock);
+		uint32_t slot = tc_map_lookup(c, key);
+		if (slot != TC_SLOT_NONE)
+			valid = c->lines[slot].valid;
+		pthread_mutex_unlock(&st->lock);
+		for (uint64_t p = pos; p < lend;) {
+			uint64_t unit = (p - lstart) / TC_UNIT_SIZE;
+			uint64_t uend = lstart + (unit + 1) * TC_UNIT_SIZE;
+			uint64_t e = uend < lend ? uend : lend;
+
+			if (valid & (1u << unit))
+				got += e - p;
+			p = e;
+		}
+		pos = lend;
+	}
+	return got;
+}
+
 /* ---- inspection ------------------------------------------------------------------- */
 
 /* Both cache superblock copies decoded one by one, for the report. */
