@@ -312,6 +312,10 @@ struct tc_cache_opts {
 	uint32_t commit_interval_ms; /* metadata commit period without FLUSH; default 1000 */
 	uint8_t dirty_low_pct;     /* cleaner hysteresis low watermark; default 40 */
 	uint8_t dirty_high_pct;    /* above it the cleaner runs flat out; default 70 */
+	bool checksums;            /* verify cached data on every read from the cache device:
+				    * XXH3 of each 4 KiB unit, kept in RAM (4 bytes per unit);
+				    * a clean unit that fails is read from the backing instead,
+				    * a dirty one is an I/O error.  Default true */
 };
 
 void tc_cache_opts_default(struct tc_cache_opts *o);
@@ -648,6 +652,10 @@ struct tc_cache_stats {
 	uint64_t mem_bytes_per_line;      /* metadata + index + replacement links, bytes */
 	uint64_t mem_ghost_bytes;         /* replacement ghosts, bytes total */
 	uint64_t mem_admission_bytes;     /* admission history, bytes total */
+	uint64_t mem_csum_bytes;          /* checksums of cached data, bytes total (4 per
+					   * 4 KiB unit of every line; 0 when off) */
+	bool checksums;                   /* cached data is checked on every read back */
+	uint64_t csum_errors;             /* 4 KiB units read back that failed their check */
 	uint64_t recovered_dirty_lines, recovered_dropped_lines;
 	uint64_t recovery_ns;             /* time spent loading metadata at open */
 	struct tc_dev_stats dev;

@@ -274,6 +274,7 @@ void tc_cache_opts_default(struct tc_cache_opts *o)
 	o->commit_interval_ms = 1000;
 	o->dirty_low_pct = 40;
 	o->dirty_high_pct = 70;
+	o->checksums = true;
 }
 
 /* ---- format ------------------------------------------------------------------------- */
@@ -330,6 +331,7 @@ int tc_cache_format(tc_ctx *ctx, tc_dev *dev, const struct tc_cache_opts *opts)
 	sb->replacement = o.replacement;
 	sb->dirty_low_pct = o.dirty_low_pct;
 	sb->dirty_high_pct = o.dirty_high_pct;
+	sb->csum_off = !o.checksums;
 	sb->clean_shutdown = 1;
 
 	/* Empty metadata blocks, both copies, seq 0, in 1 MiB writes. */
@@ -608,6 +610,7 @@ static void cache_free(struct tc_cache *c)
 		if (!v)
 			continue;
 		tc_seq_fini(&v->seq);
+		free(v->release_buf);
 		free(v);
 	}
 	tc_cleaner_fini(c);
@@ -630,6 +633,7 @@ static void cache_free(struct tc_cache *c)
 	free(c->buckets);
 	free(c->free_slots);
 	free(c->lines);
+	free((void *)c->csum);
 	pthread_mutex_destroy(&c->alloc_lock);
 	for (unsigned i = 0; i < TC_LIVE_SHARDS; i++)
 		pthread_mutex_destroy(&c->live[i].lock);
@@ -651,7 +655,10 @@ static int cache_alloc_structs(struct tc_cache *c)
 	uint32_t ns = nb < 1024 ? nb : 1024;
 	c->stripes = calloc(ns, sizeof(*c->stripes));
 	c->stripe_mask = ns - 1;
-	if (!c->lines || !c->free_slots || !c->buckets || !c->stripes)
+	if (!c->sb.csum_off)
+		c->csum = calloc((size_t)n * c->units, sizeof(*c->csum));
+	if (!c->lines || !c->free_slots || !c->buckets || !c->stripes ||
+	    (!c->sb.csum_off && !c->csum))
 		return -ENOMEM;
 	for (uint32_t i = 0; i < nb; i++)
 		c->buckets[i] = TC_SLOT_NONE;
@@ -992,6 +999,7 @@ int tc_cache_attach(tc_cache *c, tc_dev *dev, const struct tc_volume_settings *s
 	}
 	v->cache = c;
 	v->backing = dev;
+	pthread_mutex_init(&v->release_lock, NULL);
 	v->id = (uint8_t)(rec - c->sb.vols) + 1;
 	v->size = b.size;
 	v->bsb = b;
@@ -1218,6 +1226,7 @@ int tc_volume_detach(tc_volume *v, unsigned flags, tc_progress_fn fn, void *opaq
 			"failed: %s", v->name, strerror(-r));
 	tc_info(c->ctx, "volume \"%s\": detached from cache %s", v->name, c->dev->name);
 	tc_seq_fini(&v->seq);
+	free(v->release_buf);
 	free(v);
 	return 0;
 }

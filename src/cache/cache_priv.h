@@ -84,6 +84,9 @@ struct tc_meta {
 	struct tc_cache *cache;
 };
 
+/* Where a volume stands in moving its backing's attach generation after a fallback. */
+enum tc_release_state { TC_RELEASE_NONE, TC_RELEASE_WRITING, TC_RELEASE_DONE };
+
 struct tc_volume {
 	struct tc_cache *cache;
 	tc_dev *backing;
@@ -109,6 +112,20 @@ struct tc_volume {
 	uint64_t rate_window_start, rate_window_bytes;
 	_Atomic uint64_t rate_last;      /* bytes/s over the last full second */
 	_Atomic uint64_t rate_stamp_ns;  /* when rate_last was last published */
+	/* After the cache failed (pass-through fallback): once the volume has no dirty
+	 * data left, a FLUSH or FUA write first moves the backing's attach generation on
+	 * the backing (one superblock write), so that the failed cache, met again after a
+	 * restart, is not trusted for data the backing has overwritten since
+	 * (request.c, fallback_release). */
+	pthread_mutex_t release_lock;
+	int release_state;               /* enum tc_release_state */
+	struct tc_commit_waiter *release_waiters;
+	uint8_t *release_buf;            /* the encoded superblock being written */
+	int release_target;              /* its copy */
+	uint64_t release_gen, release_attach_gen;
+	struct tc_io release_io;
+	struct iovec release_iov;
+	atomic_bool undurable_warned;    /* the "dirty data cannot be made durable" message */
 	/* Counters (atomic). */
 	_Atomic uint64_t st[32];
 };
@@ -183,6 +200,9 @@ struct tc_cache {
 	_Atomic uint64_t dirty_lines, used_lines;
 	_Atomic uint64_t cache_errors;
 	_Atomic bool failed;             /* pass-through fallback for every volume */
+	_Atomic uint32_t *csum;          /* nslots * units checksums of cached data (csum.c),
+					  * NULL when the cache has them off */
+	_Atomic uint64_t csum_errors;    /* units read back that failed their checksum */
 	_Atomic bool pressure;           /* dirty above high watermark until below low */
 	_Atomic bool alloc_starved;      /* an allocation found nothing evictable */
 	_Atomic bool kick_queued;        /* kick_work is queued */
@@ -272,6 +292,27 @@ void tc_cleaner_tick(struct tc_cache *c, uint64_t now);
 void tc_cleaner_kick(struct tc_cache *c);
 /* Drain the volume's dirty data (blocking); used by flush, detach and set. */
 int tc_cleaner_drain(struct tc_volume *v, tc_progress_fn fn, void *opaque);
+
+/* ---- checksums of cached data (csum.c) ----
+ * Per 4 KiB unit of a slot; all of these do nothing when c->csum is NULL.  @line_buf
+ * holds unit 0 of the line at its start (unit u at u * 4096); @out / @v are indexed by
+ * unit. */
+uint32_t tc_csum_unit(const void *p);
+void tc_csum_compute(struct tc_cache *c, uint16_t mask, const uint8_t *line_buf,
+		     uint32_t out[16]);
+/* Units [first_unit, first_unit + nunits) held contiguously in the iovecs. */
+void tc_csum_compute_iov(struct tc_cache *c, unsigned first_unit, unsigned nunits,
+			 const struct iovec *iov, int cnt, uint32_t out[16]);
+/* Record the values of the units of @mask (line held exclusively). */
+void tc_csum_store(struct tc_cache *c, uint32_t slot, uint16_t mask, const uint32_t v[16]);
+/* The units of @mask have no known value any more. */
+void tc_csum_forget(struct tc_cache *c, uint32_t slot, uint16_t mask);
+/* Check what was read from the slot; returns the units that failed (counted in
+ * c->csum_errors).  A unit with no known value passes and learns it. */
+uint16_t tc_csum_verify(struct tc_cache *c, uint32_t slot, uint16_t mask,
+			const uint8_t *line_buf);
+uint16_t tc_csum_verify_iov(struct tc_cache *c, uint32_t slot, unsigned first_unit,
+			    unsigned nunits, const struct iovec *iov, int cnt);
 
 /* ---- stats (stats.c) ---- */
 static inline void tc_stat_add(struct tc_volume *v, int idx, uint64_t n)

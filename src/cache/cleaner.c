@@ -240,6 +240,29 @@ static void batch_finish(struct tc_cache *c)
 	tc_ctx_wake(c->ctx);
 }
 
+/*
+ * Dirty units read back that fail their checksum (csum.c) are not written back: the
+ * backing keeps its older copy rather than the cache's damaged one, and the units stay
+ * dirty, so reads of them keep failing instead of returning wrong data.
+ */
+static void batch_verify(struct tc_cache *c)
+{
+	struct tc_cleaner *cl = &c->cleaner;
+	if (!c->csum)
+		return;
+	for (uint32_t i = 0; i < cl->n; i++) {
+		struct tc_clean_line *ln = &cl->lines[i];
+		uint16_t bad = tc_csum_verify(c, ln->slot, ln->mask, ln->buf);
+		if (!bad)
+			continue;
+		ln->mask &= (uint16_t)~bad;
+		tc_err(c->ctx, "volume \"%s\": cache %s returned dirty data that fails its "
+		       "checksum (writeback read, units 0x%x of line %u): not written back; "
+		       "reads of it fail", cl->vol->name, c->dev->name, bad, ln->line_no);
+		tc_cache_error(c, cl->vol, "writeback read", -EIO);
+	}
+}
+
 static void batch_step(struct tc_cache *c)
 {
 	struct tc_cleaner *cl = &c->cleaner;
@@ -254,6 +277,7 @@ static void batch_step(struct tc_cache *c)
 			batch_finish(c);
 			return;
 		}
+		batch_verify(c);
 		batch_write(c);
 		break;
 	case 1:   /* writes done */

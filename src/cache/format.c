@@ -270,6 +270,7 @@ void tc_fmt_cache_sb_encode(const struct tc_cache_sb *in, void *buf)
 	d.dirty_high_pct = in->dirty_high_pct;
 	d.clean_shutdown = in->clean_shutdown;
 	d.commit_seq = htole64(in->commit_seq);
+	d.csum_off = in->csum_off;
 	for (unsigned i = 0; i < TC_MAX_VOLUMES; i++)
 		vol_rec_encode(&in->vols[i], &d.vols[i]);
 	d.checksum = htole64(fmt_checksum(&d, sizeof(d)));
@@ -379,6 +380,9 @@ static enum tc_fmt_status check_cache_sb(const struct tc_cache_sb_disk *d, char 
 	if (d->clean_shutdown > 1)
 		return refuse(TC_FMT_BAD_FIELD, why, whylen,
 			      "%s: clean_shutdown %u is not 0 or 1", what, d->clean_shutdown);
+	if (d->csum_off > 1)
+		return refuse(TC_FMT_BAD_FIELD, why, whylen,
+			      "%s: csum_off %u is not 0 or 1", what, d->csum_off);
 	for (unsigned i = 0; i < TC_MAX_VOLUMES; i++) {
 		st = check_vol_rec(&d->vols[i], i, line_size, why, whylen);
 		if (st != TC_FMT_OK)
@@ -418,6 +422,7 @@ enum tc_fmt_status tc_fmt_cache_sb_decode(const void *buf, struct tc_cache_sb *o
 	out->dirty_high_pct = d.dirty_high_pct;
 	out->clean_shutdown = d.clean_shutdown;
 	out->commit_seq = le64toh(d.commit_seq);
+	out->csum_off = d.csum_off;
 	for (unsigned i = 0; i < TC_MAX_VOLUMES; i++) {
 		const struct tc_vol_rec_disk *r = &d.vols[i];
 		struct tc_vol_rec *v = &out->vols[i];

@@ -61,6 +61,7 @@ struct tc_cache_sb {
 	uint8_t replacement, dirty_low_pct, dirty_high_pct;
 	uint8_t clean_shutdown;      /* 1: metadata on disk is complete, clean lines trusted */
 	uint64_t commit_seq;         /* last metadata commit sequence at the time of writing */
+	uint8_t csum_off;            /* 1: no checksums of cached data; 0: XXH3 per 4 KiB unit */
 	struct tc_vol_rec vols[TC_MAX_VOLUMES];  /* indexed by id - 1 */
 };
 
@@ -120,7 +121,8 @@ struct tc_cache_sb_disk {
 	uint32_t commit_interval_ms;
 	uint8_t replacement, dirty_low_pct, dirty_high_pct, clean_shutdown;
 	uint64_t commit_seq;
-	uint8_t reserved[168];                       /* header is 256 bytes */
+	uint8_t csum_off;                            /* 0 (also in older caches): checksums on */
+	uint8_t reserved[167];                       /* header is 256 bytes */
 	struct tc_vol_rec_disk vols[TC_MAX_VOLUMES]; /* 6656 bytes */
 	uint8_t pad[TC_CACHE_SB_SIZE - 256 - 6656 - 8];
 	uint64_t checksum;
@@ -187,7 +189,7 @@ enum tc_fmt_status {
  * md_offset == TC_MD_OFFSET, md_blocks == ceil(nslots / 253), data_offset aligned to
  * line_size and >= md_offset + md_blocks * 8192, data_offset + nslots * line_size <=
  * dev_size, replacement known, dirty_low_pct < dirty_high_pct <= 100, commit interval
- * 1..3600000, clean_shutdown 0/1, each volume record: id equal to its index + 1 or 0,
+ * 1..3600000, clean_shutdown 0/1, csum_off 0/1, each volume record: id equal to its index + 1 or 0,
  * NUL-terminated non-empty name, settings in range (write_policy <= 3, flush_rate <= 2,
  * admission <= 1, fill <= 1, read_cache 0/1, nhit 1..255).
  * Backing sb: name NUL-terminated non-empty, data_offset == TC_BACKING_DATA_OFFSET,

@@ -92,6 +92,17 @@ int tc_backing_sb_write(struct tc_volume *v)
 	uint8_t *buf = tc_alloc_buf(TC_BACKING_SB_SIZE);
 	if (!buf)
 		return -ENOMEM;
+	/* A fallback release (request.c) may have written a newer superblock behind this
+	 * copy's back: carry its generation and attach generation forward. */
+	pthread_mutex_lock(&v->release_lock);
+	if (v->release_state == TC_RELEASE_DONE) {
+		v->bsb.attach_gen = v->release_attach_gen;
+		if (v->bsb.generation < v->release_gen) {
+			v->bsb.generation = v->release_gen;
+			v->bsb_latest = v->release_target;
+		}
+	}
+	pthread_mutex_unlock(&v->release_lock);
 	v->bsb.generation++;
 	tc_fmt_backing_sb_encode(&v->bsb, buf);
 	int target = !v->bsb_latest;

@@ -24,6 +24,13 @@
  *   discard               fully covered units invalidated (old data or zeros afterwards),
  *                         then discarded on the backing
  *   flush                 backing FLUSH and a metadata commit, in parallel
+ *
+ * Data read back from a slot is checked against the unit checksums of csum.c: a clean
+ * unit that fails is dropped and the sub-request planned again (read from the backing,
+ * refilled); a dirty one is lost, an I/O error.  After the cache device failed
+ * (c->failed, pass-through for every volume), only dirty units are read from it, and
+ * FLUSH and FUA go to the backing alone once a volume has no dirty data left
+ * (fallback_durable).
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -442,6 +449,102 @@ static void sub_commit_done(struct tc_commit_waiter *w, int result)
 	req_part_done(s->req, result);
 }
 
+/* ---- durability after a fallback --------------------------------------------------- */
+
+static void release_done(struct tc_io *io, int result)
+{
+	struct tc_volume *v = io->private_data;
+	pthread_mutex_lock(&v->release_lock);
+	struct tc_commit_waiter *w = v->release_waiters;
+	v->release_waiters = NULL;
+	v->release_state = result ? TC_RELEASE_NONE : TC_RELEASE_DONE;
+	uint64_t gen = v->release_attach_gen;
+	pthread_mutex_unlock(&v->release_lock);
+	if (result) {
+		tc_stat_add(v, ST_BACKING_ERRORS, 1);
+		tc_err(v->cache->ctx, "volume \"%s\": backing %s: superblock write after the "
+		       "failure of cache %s: %s", v->name, v->backing->name,
+		       v->cache->dev->name, strerror(-result));
+	} else {
+		tc_warn(v->cache->ctx, "volume \"%s\": no dirty data left in the failed cache "
+			"%s; the backing %s holds every byte (attach generation %llu: the cache's "
+			"copies will not be trusted again)", v->name, v->cache->dev->name,
+			v->backing->name, (unsigned long long)gen);
+	}
+	while (w) {
+		struct tc_commit_waiter *n = w->next;
+		w->fn(w, result);
+		w = n;
+	}
+}
+
+/*
+ * After the cache device failed, what a FLUSH or FUA write promises rests on the
+ * backing alone once the volume has no dirty data left: but the failed cache's
+ * committed metadata may still call older copies dirty (lines cleaned since the last
+ * commit that worked), and a restart that finds the cache readable would bring them
+ * back over newer data.  So the first such request moves the backing's attach
+ * generation on the backing itself (one superblock write, FUA): from then on the cache
+ * is stale for this volume and never trusted for it again (tc_cache_attach drops or
+ * refuses its copies).  With dirty data still in the cache, durability needs the
+ * cache's own metadata commit, which may fail: then the request fails.
+ *
+ * Returns false when nothing is left to wait for (the generation moved already);
+ * otherwise @w->fn runs with 0 or a negative errno once it is known.
+ */
+static bool fallback_durable(struct tc_volume *v, struct tc_commit_waiter *w)
+{
+	if (atomic_load(&v->dirty_units)) {
+		tc_meta_commit_wait(v->cache, w);
+		return true;
+	}
+	pthread_mutex_lock(&v->release_lock);
+	if (v->release_state == TC_RELEASE_DONE) {
+		pthread_mutex_unlock(&v->release_lock);
+		return false;
+	}
+	w->next = v->release_waiters;
+	v->release_waiters = w;
+	if (v->release_state == TC_RELEASE_WRITING) {
+		pthread_mutex_unlock(&v->release_lock);
+		return true;
+	}
+	if (!v->release_buf)
+		v->release_buf = tc_alloc_buf(TC_BACKING_SB_SIZE);
+	if (!v->release_buf) {
+		v->release_waiters = w->next;
+		pthread_mutex_unlock(&v->release_lock);
+		w->fn(w, -ENOMEM);
+		return true;
+	}
+	struct tc_backing_sb b = v->bsb;
+	if (b.generation < v->release_gen)
+		b.generation = v->release_gen;   /* an earlier attempt failed */
+	b.generation++;
+	b.attach_gen = (v->release_attach_gen > b.attach_gen ? v->release_attach_gen :
+			b.attach_gen) + 1;
+	v->release_gen = b.generation;
+	v->release_attach_gen = b.attach_gen;
+	v->release_target = !v->bsb_latest;
+	tc_fmt_backing_sb_encode(&b, v->release_buf);
+	v->release_state = TC_RELEASE_WRITING;
+	struct tc_io *io = &v->release_io;
+	memset(io, 0, sizeof(*io));
+	v->release_iov.iov_base = v->release_buf;
+	v->release_iov.iov_len = TC_BACKING_SB_SIZE;
+	io->op = TC_OP_WRITE;
+	io->flags = TC_IO_FUA;
+	io->offset = (uint64_t)v->release_target * TC_BACKING_SB_SIZE;
+	io->length = TC_BACKING_SB_SIZE;
+	io->iov = &v->release_iov;
+	io->iovcnt = 1;
+	io->done = release_done;
+	io->private_data = v;
+	pthread_mutex_unlock(&v->release_lock);
+	tc_dev_submit(v->backing, io);
+	return true;
+}
+
 /* Finish the sub-request: release the line, wake waiters, report. */
 static void sub_done(struct tc_sub *s, int err)
 {
@@ -461,6 +564,11 @@ static void sub_done(struct tc_sub *s, int err)
 		s->cw.fn = sub_commit_done;
 		tc_meta_commit_wait(c, &s->cw);
 		return;
+	}
+	if (!err && s->fua && s->kind == SUB_WRITE && atomic_load(&c->failed)) {
+		s->cw.fn = sub_commit_done;
+		if (fallback_durable(s->vol, &s->cw))
+			return;
 	}
 	req_part_done(s->req, err);
 }
@@ -529,6 +637,10 @@ static void plan_read(struct tc_sub *s)
 {
 	struct tc_cache *c = s->c;
 	uint16_t valid = s->slot != TC_SLOT_NONE ? c->lines[s->slot].valid : 0;
+	/* A failed cache device is trusted with nothing the backing holds as well: clean
+	 * units come from the backing, dirty ones (the only copy) from the slot. */
+	if (valid && atomic_load(&c->failed))
+		valid &= c->lines[s->slot].dirty;
 
 	if ((s->touched & ~valid) == 0) {
 		tc_stat_add(s->vol, ST_READ_HITS, 1);
@@ -714,6 +826,47 @@ static int cache_or_backing_err(struct tc_sub *s)
 	return be ? be : ce;
 }
 
+/*
+ * Units read from the slot failed their checksum (@bad).  Clean ones are dropped: the
+ * backing holds them, and planning the sub-request again reads them from there and
+ * fills them anew.  A dirty one was the only copy: the sub-request fails with -EIO
+ * (the unit stays dirty and every later read of it fails too, never returning other
+ * data).  Each failure counts as a cache-device error.  Line held, stripe lock not.
+ */
+static void csum_bad(struct tc_sub *s, uint16_t bad, const char *what)
+{
+	struct tc_cache *c = s->c;
+	pthread_mutex_lock(&s->stripe->lock);
+	struct tc_line *l = &c->lines[s->slot];
+	uint16_t lost = bad & l->dirty;
+	uint16_t drop = bad & l->valid & (uint16_t)~l->dirty;
+	if (drop) {
+		tc_line_set_bits(c, s->slot, l->valid & (uint16_t)~drop, l->dirty);
+		tc_csum_forget(c, s->slot, drop);
+	}
+	uint64_t off = ((uint64_t)s->line_no << c->line_shift) +
+		       (uint64_t)__builtin_ctz(bad) * TC_UNIT_SIZE;
+	tc_err(c->ctx, "volume \"%s\": cache %s returned data that fails its checksum (%s, "
+	       "offset %llu, units 0x%x of line %u): %s", s->vol->name, c->dev->name, what,
+	       (unsigned long long)off, bad, s->line_no,
+	       lost ? "dirty data lost, the read fails" : "clean, read from the backing");
+	tc_cache_error(c, s->vol, what, -EIO);
+	if (lost) {
+		pthread_mutex_unlock(&s->stripe->lock);
+		sub_done(s, -EIO);
+		return;
+	}
+	if (s->kind == SUB_WRITE && s->route == ROUTE_WB)
+		atomic_fetch_sub(&s->vol->wb_inflight, 1);   /* planning counts it again */
+	if (s->iov_direct != &s->iov_one)
+		free(s->iov_direct);
+	s->iov_direct = NULL;
+	s->direct = false;
+	atomic_store(&s->cache_err, 0);
+	atomic_store(&s->backing_err, 0);
+	sub_locked(s);   /* still holding the line: plans again and runs */
+}
+
 static void step_hit(struct tc_sub *s)
 {
 	struct tc_cache *c = s->c;
@@ -769,6 +922,19 @@ static bool retry_from_backing(struct tc_sub *s, int ce, const char *what)
 static void step_hit_finish(struct tc_sub *s)
 {
 	int ce = atomic_load(&s->cache_err);
+	if (!ce && s->c->csum) {
+		uint16_t bad;
+		if (s->direct)
+			bad = tc_csum_verify_iov(s->c, s->slot, s->off / TC_UNIT_SIZE,
+						 s->len / TC_UNIT_SIZE, s->iov_direct,
+						 s->iov_direct_cnt);
+		else
+			bad = tc_csum_verify(s->c, s->slot, s->from_cache, s->buf);
+		if (bad) {
+			csum_bad(s, bad, "read hit");
+			return;
+		}
+	}
 	if (ce && ce != -ENOMEM) {
 		if (!retry_from_backing(s, ce, "read hit"))
 			sub_done(s, -EIO);
@@ -828,6 +994,11 @@ static void step_miss_fill(struct tc_sub *s)
 			sub_done(s, -EIO);
 		return;
 	}
+	uint16_t bad = s->from_cache ? tc_csum_verify(s->c, s->slot, s->from_cache, s->buf) : 0;
+	if (bad) {
+		csum_bad(s, bad, "read of cached units");
+		return;
+	}
 	/* The cache may have failed since the plan: then nothing is filled, and nothing
 	 * may be marked valid afterwards either. */
 	if (atomic_load(&s->c->failed))
@@ -845,8 +1016,11 @@ static void step_miss_finish(struct tc_sub *s)
 	if (ce)
 		tc_cache_error(c, s->vol, "cache fill", ce);
 	if (s->fill && !ce) {
+		uint32_t cs[16];
+		tc_csum_compute(c, s->fill, s->buf, cs);
 		pthread_mutex_lock(&s->stripe->lock);
 		struct tc_line *l = &c->lines[s->slot];
+		tc_csum_store(c, s->slot, s->fill, cs);
 		tc_line_set_bits(c, s->slot, l->valid | s->fill, l->dirty);
 		pthread_mutex_unlock(&s->stripe->lock);
 	}
@@ -897,6 +1071,11 @@ static void step_write_data(struct tc_sub *s)
 	int err = cache_or_backing_err(s);
 	if (err) {
 		sub_done(s, err == -ENOMEM ? err : -EIO);
+		return;
+	}
+	uint16_t bad = s->rmw_cache ? tc_csum_verify(c, s->slot, s->rmw_cache, s->buf) : 0;
+	if (bad) {
+		csum_bad(s, bad, "read-modify-write read");
 		return;
 	}
 	atomic_store(&s->cache_err, 0);
@@ -1011,6 +1190,16 @@ static void step_write_finish(struct tc_sub *s)
 	if (be)
 		tc_stat_add(s->vol, ST_BACKING_ERRORS, 1);
 	int err = 0;
+	/* Checksums of what reached the slot, computed before taking the lock. */
+	uint32_t cs[16];
+	uint16_t wrote = ce || s->slot == TC_SLOT_NONE ? 0 : s->cache_write;
+	if (wrote && c->csum) {
+		if (s->direct)
+			tc_csum_compute_iov(c, (unsigned)__builtin_ctz(wrote), s->len / TC_UNIT_SIZE,
+					    s->iov_direct, s->iov_direct_cnt, cs);
+		else
+			tc_csum_compute(c, wrote, s->buf, cs);
+	}
 	pthread_mutex_lock(&s->stripe->lock);
 	s->inf->gen++;
 	if (s->slot != TC_SLOT_NONE) {
@@ -1040,6 +1229,7 @@ static void step_write_finish(struct tc_sub *s)
 		} else {
 			valid |= s->cache_write;
 		}
+		tc_csum_store(c, s->slot, wrote & valid, cs);
 		if (valid != l->valid || dirty != l->dirty)
 			tc_line_set_bits(c, s->slot, valid, dirty);
 	}
@@ -1098,6 +1288,20 @@ static void flush_commit_done(struct tc_commit_waiter *w, int result)
 {
 	struct tc_req *r = (struct tc_req *)((char *)w - offsetof(struct tc_req, cw));
 	req_part_done(r, result);
+}
+
+/* FLUSH after a fallback: the backing's FLUSH and fallback_durable(). */
+static void flush_fallback_done(struct tc_commit_waiter *w, int result)
+{
+	struct tc_req *r = (struct tc_req *)((char *)w - offsetof(struct tc_req, cw));
+	struct tc_volume *v = r->vol;
+	uint64_t dirty = atomic_load(&v->dirty_units) * TC_UNIT_SIZE;
+	if (result && dirty && !atomic_exchange(&v->undurable_warned, true))
+		tc_err(v->cache->ctx, "volume \"%s\": FLUSH fails: %llu bytes of dirty data are "
+		       "in cache %s, which failed, and cannot be made durable (they may still "
+		       "be written back: see `tiercache flush`; FLUSH succeeds again once none "
+		       "is left)", v->name, (unsigned long long)dirty, v->cache->dev->name);
+	req_part_done(r, result ? -EIO : 0);
 }
 
 static void flush_backing_done(struct tc_io *io, int result)
@@ -1272,6 +1476,13 @@ void tc_volume_submit(struct tc_volume *v, struct tc_io *io)
 		r->bflush.op = TC_OP_FLUSH;
 		r->bflush.done = flush_backing_done;
 		r->bflush.private_data = r;
+		if (atomic_load(&c->failed)) {
+			r->cw.fn = flush_fallback_done;
+			tc_dev_submit(v->backing, &r->bflush);
+			if (!fallback_durable(v, &r->cw))
+				req_part_done(r, 0);
+			return;
+		}
 		r->cw.fn = flush_commit_done;
 		tc_meta_commit_wait(c, &r->cw);
 		tc_dev_submit(v->backing, &r->bflush);

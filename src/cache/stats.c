@@ -78,6 +78,9 @@ void tc_cache_stats(tc_cache *c, struct tc_cache_stats *st)
 	st->mem_bytes_per_line = c->nslots ? (bytes + c->nslots - 1) / c->nslots : 0;
 	st->mem_ghost_bytes = ghosts;
 	st->mem_admission_bytes = tc_admit_mem(&c->admit);
+	st->checksums = c->csum != NULL;
+	st->mem_csum_bytes = c->csum ? (uint64_t)c->nslots * c->units * sizeof(*c->csum) : 0;
+	st->csum_errors = atomic_load(&c->csum_errors);
 	st->recovered_dirty_lines = c->recovered_dirty;
 	st->recovered_dropped_lines = c->recovered_dropped;
 	st->recovery_ns = c->recovery_ns;
@@ -164,6 +167,9 @@ char *tc_cache_stats_json(tc_cache *c)
 	add_u64(o, "mem_bytes_per_line", st.mem_bytes_per_line);
 	add_u64(o, "mem_ghost_bytes", st.mem_ghost_bytes);
 	add_u64(o, "mem_admission_bytes", st.mem_admission_bytes);
+	add_u64(o, "mem_csum_bytes", st.mem_csum_bytes);
+	json_object_object_add(o, "checksums", json_object_new_boolean(st.checksums));
+	add_u64(o, "csum_errors", st.csum_errors);
 	add_u64(o, "recovered_dirty_lines", st.recovered_dirty_lines);
 	add_u64(o, "recovered_dropped_lines", st.recovered_dropped_lines);
 	add_u64(o, "recovery_ns", st.recovery_ns);

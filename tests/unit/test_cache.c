@@ -96,6 +96,17 @@ static void env_down(struct env *e)
 	tc_ctx_free(e->ctx);
 }
 
+/* Close after a cache failure: the clean shutdown may fail; nothing to assert. */
+static void env_down_failed(struct env *e)
+{
+	tc_crash_fail_nth(e->cd, TC_FAULT_READ, 0, false);
+	tc_crash_fail_nth(e->cd, TC_FAULT_WRITE, 0, false);
+	tc_crash_fail_nth(e->cd, TC_FAULT_FLUSH, 0, false);
+	(void)tc_cache_close(e->c);
+	e->c = NULL;
+	env_down(e);
+}
+
 static int setup(void **state)
 {
 	struct env *e = calloc(1, sizeof(*e));
@@ -845,6 +856,226 @@ static void test_dirty_unreadable_is_error(void **state)
 	env_down(e);
 }
 
+/* ---- checksums of cached data, and the fallback after a cache failure ------------ */
+
+/* Overwrite every slot of the cache's data area with garbage, behind the engine's back:
+ * a device that returns wrong data without an error. */
+static void corrupt_slots(struct env *e)
+{
+	struct tc_cache_sb sb;
+	memset(&sb, 0, sizeof(sb));
+	assert_int_equal(tc_fmt_cache_geometry(8 * MIB, e->copts.line_size, &sb), 0);
+	size_t len = (size_t)sb.nslots * e->copts.line_size;
+	uint8_t *junk = malloc(len);
+	for (size_t i = 0; i < len; i++)
+		junk[i] = (uint8_t)(i * 7 + 3);
+	assert_int_equal(tc_dev_pwrite(e->cd, junk, len, sb.data_offset, 0), 0);
+	free(junk);
+}
+
+static uint64_t csum_errors(struct env *e)
+{
+	struct tc_cache_stats cs;
+	tc_cache_stats(e->c, &cs);
+	return cs.csum_errors;
+}
+
+/* Let the cleaner run for up to @ms of virtual time. */
+static void run_cleaner(struct env *e, unsigned ms)
+{
+	for (unsigned i = 0; i < ms / 10 && vstats(e).dirty_bytes; i++) {
+		while (tc_ctx_poll(e->ctx, 256) > 0)
+			;
+		tc_ctx_advance(e->ctx, 10000000ull);
+	}
+}
+
+/* A clean line whose slot returns other data is read from the backing, then filled
+ * again: the next read is a hit with the right data. */
+static void test_checksum_clean_read_from_backing(void **state)
+{
+	struct env *e = *state;
+	e->set.write_policy = TC_WP_WT;
+	env_up(e);
+	struct tc_cache_stats cs;
+	tc_cache_stats(e->c, &cs);
+	assert_true(cs.checksums);
+	assert_int_equal(cs.mem_csum_bytes, (uint64_t)cs.lines * 4 * 4);
+	wr(e, 0, 16384, 1, 0);
+	wr(e, 16384, 8192, 2, 0);              /* half a line: a partial hit later */
+	expect(e, 0, 16384, 1);
+	corrupt_slots(e);
+	expect(e, 0, 16384, 1);                 /* hit path, direct into the buffer */
+	assert_int_equal(csum_errors(e), 4);
+	uint8_t b[8192], want[8192];
+	fill(want, 8192, 2);
+	assert_int_equal(tc_volume_pread(e->v, b, 512, 16384), 0);   /* bounce buffer */
+	assert_memory_equal(b, want, 512);
+	assert_int_equal(csum_errors(e), 5);
+	assert_false(vstats(e).fallback_pt);
+	/* Unit 0 of that line was filled again; unit 1 is still damaged. */
+	expect(e, 16384, 8192, 2);
+	assert_int_equal(csum_errors(e), 6);
+	/* Three damaged reads: a device that returns wrong data is failed. */
+	assert_true(vstats(e).fallback_pt);
+	expect(e, 0, 16384, 1);
+	env_down_failed(e);
+}
+
+static void test_checksum_refill_is_hit(void **state)
+{
+	struct env *e = *state;
+	e->set.write_policy = TC_WP_WT;
+	env_up(e);
+	wr(e, 0, 16384, 1, 0);
+	corrupt_slots(e);
+	expect(e, 0, 16384, 1);
+	assert_int_equal(csum_errors(e), 4);
+	uint64_t hits = vstats(e).read_hits;
+	expect(e, 0, 16384, 1);                 /* filled again: a hit, and it checks */
+	assert_int_equal(vstats(e).read_hits, hits + 1);
+	assert_int_equal(csum_errors(e), 4);
+	env_down(e);
+}
+
+/* Dirty data that fails its checksum is an error, never other data, and the cleaner
+ * does not write it to the backing. */
+static void test_checksum_dirty_is_error(void **state)
+{
+	struct env *e = *state;
+	e->set.flush_rate = TC_FLUSH_HIGH;
+	env_up(e);
+	wr(e, 0, 16384, 1, 0);
+	corrupt_slots(e);
+	uint8_t b[16384];
+	assert_int_equal(tc_volume_pread(e->v, b, 4096, 0), -EIO);
+	assert_int_equal(csum_errors(e), 1);
+	run_cleaner(e, 500);
+	assert_int_equal(vstats(e).dirty_bytes, 16384);   /* not written back */
+	uint8_t z[4096] = { 0 };
+	assert_int_equal(tc_dev_pread(e->bd, b, 4096, TC_BACKING_DATA_OFFSET), 0);
+	assert_memory_equal(b, z, 4096);                  /* the backing kept its copy */
+	/* A partial write merging into the damaged unit fails too. */
+	uint8_t w[512];
+	memset(w, 5, sizeof(w));
+	assert_int_equal(tc_volume_pwrite(e->v, w, 512, 512, 0), -EIO);
+	/* A whole-unit write replaces the damaged unit: readable again. */
+	wr(e, 0, 16384, 2, 0);
+	expect(e, 0, 16384, 2);
+	assert_int_equal(tc_volume_flush_dirty(e->v, NULL, NULL), 0);
+	assert_int_equal(tc_dev_pread(e->bd, b, 16384, TC_BACKING_DATA_OFFSET), 0);
+	uint8_t want[16384];
+	fill(want, 16384, 2);
+	assert_memory_equal(b, want, 16384);
+	env_down(e);
+}
+
+/* Without checksums the damage reaches the reader: what the checks above stop. */
+static void test_checksums_off_returns_damage(void **state)
+{
+	struct env *e = *state;
+	e->set.write_policy = TC_WP_WT;
+	e->copts.checksums = false;
+	env_up(e);
+	struct tc_cache_stats cs;
+	tc_cache_stats(e->c, &cs);
+	assert_false(cs.checksums);
+	assert_int_equal(cs.mem_csum_bytes, 0);
+	wr(e, 0, 16384, 1, 0);
+	corrupt_slots(e);
+	uint8_t b[16384], want[16384];
+	fill(want, 16384, 1);
+	assert_int_equal(tc_volume_pread(e->v, b, 16384, 0), 0);
+	assert_memory_not_equal(b, want, 16384);
+	assert_int_equal(csum_errors(e), 0);
+	env_down(e);
+}
+
+/* Fail the cache device's writes until the engine falls back to pass-through. */
+static void force_fallback(struct env *e)
+{
+	assert_int_equal(tc_crash_fail_nth(e->cd, TC_FAULT_WRITE, 1, true), 0);
+	assert_int_equal(tc_crash_fail_nth(e->cd, TC_FAULT_FLUSH, 1, true), 0);
+	for (unsigned i = 0; i < 8 && !vstats(e).fallback_pt; i++)
+		(void)tc_volume_pwrite(e->v, (uint8_t[4096]){ 0 }, 4096,
+				       (uint64_t)(100 + i) * 16384, 0);
+	assert_true(vstats(e).fallback_pt);
+}
+
+/* After the fallback, clean data comes from the backing even when the failed device
+ * answers reads (with other data), and FLUSH succeeds in write-through. */
+static void test_fallback_reads_backing_and_flushes(void **state)
+{
+	struct env *e = *state;
+	e->set.write_policy = TC_WP_WT;
+	e->copts.checksums = false;     /* the fallback rule alone */
+	env_up(e);
+	wr(e, 0, 16384, 1, 0);
+	expect(e, 0, 16384, 1);
+	corrupt_slots(e);
+	force_fallback(e);
+	expect(e, 0, 16384, 1);
+	assert_int_equal(vflush(e), 0);
+	wr(e, 16384, 16384, 3, TC_IO_FUA);
+	expect(e, 16384, 16384, 3);
+	assert_int_equal(vflush(e), 0);
+	assert_int_equal(vflush(e), 0);
+	env_down_failed(e);
+}
+
+/*
+ * A write-back line cleaned since the last commit that worked is still dirty in the
+ * failed cache's committed metadata.  After the fallback, a write over it goes to the
+ * backing and the FLUSH after it succeeds (no dirty data is left): after a power cut,
+ * with the cache device readable again, the cache's old copy must not come back.  The
+ * backing's attach generation moved: the cache is stale for the volume, its dirty line
+ * is refused until discarded, and the data read is the flushed one.
+ */
+static void test_fallback_flush_outlives_stale_cache(void **state)
+{
+	struct env *e = *state;
+	e->set.flush_rate = TC_FLUSH_HIGH;
+	env_up(e);
+	wr(e, 65536, 16384, 1, TC_IO_FUA);          /* dirty, committed */
+	run_cleaner(e, 500);                        /* written back, not yet committed */
+	assert_int_equal(vstats(e).dirty_bytes, 0);
+	force_fallback(e);
+	assert_int_equal(vflush(e), 0);
+	wr(e, 65536, 16384, 2, 0);
+	assert_int_equal(vflush(e), 0);
+	tc_crash_fail_nth(e->cd, TC_FAULT_WRITE, 0, false);
+	tc_crash_fail_nth(e->cd, TC_FAULT_FLUSH, 0, false);
+	tc_crash_power_cut(e->cd);
+	tc_crash_power_cut(e->bd);
+	tc_cache_abandon(e->c);
+	tc_dev_close(e->cd);
+	tc_dev_close(e->bd);
+	tc_ctx_free(e->ctx);
+	e->seed += 100;
+	env_devices(e, 0);
+	assert_int_equal(tc_cache_open(e->ctx, e->cd, &e->c), 0);
+	assert_int_equal(tc_cache_attach(e->c, e->bd, NULL, 0, &e->v), -ESTALE);
+	assert_int_equal(tc_cache_attach(e->c, e->bd, NULL, TC_ATTACH_DISCARD_DIRTY, &e->v), 0);
+	expect(e, 65536, 16384, 2);
+	env_down(e);
+}
+
+/* With dirty data left in the failed cache that cannot be committed, FLUSH says so. */
+static void test_fallback_flush_fails_with_dirty(void **state)
+{
+	struct env *e = *state;
+	e->set.flush_rate = TC_FLUSH_LOW;
+	env_up(e);
+	wr(e, 0, 16384, 1, 0);
+	assert_int_equal(tc_crash_fail_nth(e->cd, TC_FAULT_READ, 1, true), 0);
+	force_fallback(e);
+	assert_true(vstats(e).dirty_bytes > 0);
+	assert_int_equal(vflush(e), -EIO);
+	uint8_t b[4096];
+	assert_int_equal(tc_volume_pread(e->v, b, 4096, 0), -EIO);
+	env_down_failed(e);
+}
+
 static uint64_t json_u64(json_object *o, const char *key)
 {
 	json_object *v;
@@ -919,6 +1150,18 @@ int main(void)
 						teardown),
 		cmocka_unit_test_setup_teardown(test_dirty_unreadable_is_error, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_stats_json_and_reset, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_checksum_clean_read_from_backing, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(test_checksum_refill_is_hit, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_checksum_dirty_is_error, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_checksums_off_returns_damage, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(test_fallback_reads_backing_and_flushes, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(test_fallback_flush_outlives_stale_cache, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(test_fallback_flush_fails_with_dirty, setup,
+						teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -133,6 +133,7 @@ static void make_cache_sb(uint64_t *s, struct tc_cache_sb *sb, uint32_t line_siz
 	sb->dirty_low_pct = (uint8_t)rnd_range(s, 0, sb->dirty_high_pct - 1u);
 	sb->clean_shutdown = rnd(s) & 1;
 	sb->commit_seq = rnd(s);
+	sb->csum_off = rnd(s) & 1;
 	for (unsigned k = 0; k < nused; k++) {
 		struct tc_vol_rec *v = &sb->vols[used[k]];
 
@@ -369,6 +370,7 @@ static void cache_sb_table(const struct tc_cache_sb *sb, struct table *t)
 	alt(ROW(t, b, tc_cache_sb_disk, dirty_high_pct, BAD_INT, 40));
 	ROW(t, b, tc_cache_sb_disk, clean_shutdown, BAD_INT, 2);
 	ROW(t, b, tc_cache_sb_disk, commit_seq, FREE, 0);
+	ROW(t, b, tc_cache_sb_disk, csum_off, BAD_INT, 2);
 	ROW(t, b, tc_cache_sb_disk, reserved, RESERVED, 0);
 	for (unsigned i = 0; i < TC_MAX_VOLUMES; i++) {
 		size_t r = offsetof(struct tc_cache_sb_disk, vols) +
