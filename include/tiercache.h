@@ -526,6 +526,19 @@ int tc_cache_inspect(tc_ctx *ctx, tc_dev *dev, struct tc_cache_report *rep);
  */
 int tc_backing_use_uncached(tc_ctx *ctx, tc_dev *dev);
 
+/*
+ * tc_backing_forget_cache - for a backing whose cache is lost for good: remove the
+ * cache from the backing superblock of @dev (no cache attached, attach generation +1),
+ * keeping the volume's name, size and settings, so that the volume can be served
+ * alone or attached to a new cache.  Whatever dirty data the cache held is lost; the
+ * old cache, met again, is stale for this volume.  Offline: @dev must not be served.
+ * @cache_uuid receives the forgotten cache's uuid (37 bytes; may be NULL).
+ * Errors: -ENOENT (no cache attached: nothing to forget, nothing written), those of
+ * reading and writing the backing superblock.  Not thread-safe against other users
+ * of @dev.
+ */
+int tc_backing_forget_cache(tc_ctx *ctx, tc_dev *dev, char cache_uuid[37]);
+
 /* ------------------------------------------------------------------------------------
  * Hosts: every cache and volume on a set of devices, assembled from their superblocks
  * (what `tiercache serve` and the offline commands work on).

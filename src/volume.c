@@ -283,6 +283,10 @@ static int assemble_backing(tc_host *h, struct host_dev *b)
 	if (c && c->cache) {
 		tc_volume *vol;
 		int r = tc_cache_attach(c->cache, b->dev, NULL, 0, &vol);
+		if (r == -ESTALE)
+			tc_warn(h->ctx, "volume \"%s\" (backing %s) is not served: cache %s holds "
+				"dirty lines older than the backing (see the error above; `tiercache "
+				"attach --discard-dirty` drops them)", p->name, b->spec, c->spec);
 		if (r)
 			return r;
 		r = export_add(h, b, c, vol, TC_EXPORT_CACHED, NULL);
@@ -292,8 +296,10 @@ static int assemble_backing(tc_host *h, struct host_dev *b)
 	}
 	const char *why = c ? "failed to open" : "is not among the devices given";
 	if (p->settings.write_policy == TC_WP_WB) {
-		tc_err(h->ctx, "volume \"%s\" (backing %s): its cache %s %s, and in write-back "
-		       "it may hold the volume's dirty data; give the cache's device too", p->name, b->spec, p->cache_uuid, why);
+		tc_warn(h->ctx, "volume \"%s\" (backing %s) is not served: its cache %s %s, and "
+			"in write-back it may hold the volume's dirty data; give the cache's "
+			"device too (if the cache is lost for good: `tiercache forget-cache %s`)",
+			p->name, b->spec, p->cache_uuid, why, b->spec);
 		return c ? -EUCLEAN : -ENODEV;
 	}
 	tc_warn(h->ctx, "volume \"%s\" (backing %s): its cache %s %s; serving the volume "
@@ -317,10 +323,22 @@ int tc_host_assemble(tc_ctx *ctx, const char *const *specs, unsigned nspecs,
 		h->opts = *opts;
 	pthread_mutex_init(&h->lock, NULL);
 	pthread_mutex_init(&h->mgmt, NULL);
-	int r = 0;
+	/* A device that is missing or cannot be read does not stop the others: what can be
+	 * served safely without it is (a backing whose cache it was, served uncached when
+	 * its write policy keeps no dirty data in the cache).  Assembly fails only when
+	 * nothing was served and something was missing or refused. */
+	int r = 0, missing = 0, refused = 0;
 	for (unsigned i = 0; i < nspecs && !r; i++) {
 		struct host_dev *d;
 		r = host_dev_open(h, specs[i], &d);
+		if (r == -ENOENT || r == -ENXIO || r == -ENODEV || r == -EIO) {
+			tc_warn(ctx, "device %s cannot be used (%s): serving what can be served "
+				"safely without it", specs[i], strerror(-r));
+			if (!missing)
+				missing = r;
+			r = 0;
+			continue;
+		}
 		if (r)
 			break;
 		if (d->probe.kind != TC_PROBE_CACHE && d->probe.kind != TC_PROBE_BACKING) {
@@ -352,9 +370,19 @@ int tc_host_assemble(tc_ctx *ctx, const char *const *specs, unsigned nspecs,
 			d->cache_failed = true;
 		}
 	}
-	for (unsigned i = 0; i < h->ndevs && !r; i++)
-		if (h->devs[i]->probe.kind == TC_PROBE_BACKING)
-			r = assemble_backing(h, h->devs[i]);
+	for (unsigned i = 0; i < h->ndevs && !r; i++) {
+		if (h->devs[i]->probe.kind != TC_PROBE_BACKING)
+			continue;
+		int br = assemble_backing(h, h->devs[i]);
+		if (br == -ENODEV || br == -EUCLEAN || br == -ESTALE) {
+			if (!refused)
+				refused = br;   /* that volume alone is not served (logged) */
+		} else {
+			r = br;
+		}
+	}
+	if (!r && !h->nexps && (refused || missing))
+		r = refused ? refused : missing;
 	if (r) {
 		tc_host_close(h);
 		return r;

@@ -565,6 +565,25 @@ static int read_backing_sb(tc_ctx *ctx, tc_dev *dev, struct tc_backing_sb *b, in
 	return 0;
 }
 
+/* Write @b (read from copy @latest) to the other copy, one generation on, and flush. */
+static int backing_sb_rewrite(tc_ctx *ctx, tc_dev *dev, struct tc_backing_sb *b, int latest)
+{
+	b->generation++;
+	uint8_t *buf = tc_alloc_buf(TC_BACKING_SB_SIZE);
+	if (!buf)
+		return -ENOMEM;
+	tc_fmt_backing_sb_encode(b, buf);
+	int r = tc_dev_pwrite(dev, buf, TC_BACKING_SB_SIZE, (uint64_t)!latest * TC_BACKING_SB_SIZE,
+			      0);
+	if (!r)
+		r = tc_dev_flush(dev);
+	free(buf);
+	if (r)
+		tc_err(ctx, "backing %s (volume \"%s\"): superblock write failed: %s", dev->name,
+		       b->name, strerror(-r));
+	return r;
+}
+
 int tc_backing_use_uncached(tc_ctx *ctx, tc_dev *dev)
 {
 	struct tc_backing_sb b;
@@ -572,21 +591,27 @@ int tc_backing_use_uncached(tc_ctx *ctx, tc_dev *dev)
 	int r = read_backing_sb(ctx, dev, &b, &latest);
 	if (r)
 		return r;
-	b.generation++;
 	b.attach_gen++;
-	uint8_t *buf = tc_alloc_buf(TC_BACKING_SB_SIZE);
-	if (!buf)
-		return -ENOMEM;
-	tc_fmt_backing_sb_encode(&b, buf);
-	r = tc_dev_pwrite(dev, buf, TC_BACKING_SB_SIZE, (uint64_t)!latest * TC_BACKING_SB_SIZE,
-			  0);
-	if (!r)
-		r = tc_dev_flush(dev);
-	free(buf);
+	return backing_sb_rewrite(ctx, dev, &b, latest);
+}
+
+int tc_backing_forget_cache(tc_ctx *ctx, tc_dev *dev, char cache_uuid[37])
+{
+	struct tc_backing_sb b;
+	int latest;
+	int r = read_backing_sb(ctx, dev, &b, &latest);
 	if (r)
-		tc_err(ctx, "backing %s (volume \"%s\"): superblock write failed: %s", dev->name,
-		       b.name, strerror(-r));
-	return r;
+		return r;
+	if (tc_fmt_uuid_is_zero(b.cache_uuid)) {
+		tc_err(ctx, "backing %s (volume \"%s\"): no cache attached, nothing to forget",
+		       dev->name, b.name);
+		return -ENOENT;
+	}
+	if (cache_uuid)
+		tc_fmt_uuid_str(b.cache_uuid, cache_uuid);
+	memset(b.cache_uuid, 0, sizeof(b.cache_uuid));
+	b.attach_gen++;
+	return backing_sb_rewrite(ctx, dev, &b, latest);
 }
 
 /* ---- open ------------------------------------------------------------------------- */

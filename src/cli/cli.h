@@ -39,6 +39,7 @@ int cmd_status(int argc, char **argv);
 int cmd_stats(int argc, char **argv);
 int cmd_serve(int argc, char **argv);
 int cmd_check(int argc, char **argv);
+int cmd_forget(int argc, char **argv);
 int cmd_debug(int argc, char **argv);
 int cmd_bench(int argc, char **argv);
 int cmd_replay(int argc, char **argv);

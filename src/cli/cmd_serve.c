@@ -201,6 +201,33 @@ static void print_log(const char *log, off_t off)
 	fclose(f);
 }
 
+/* The file behind a device spec ("PATH", "crash:PATH", "emu:PROFILE:PATH"). */
+static const char *spec_file(const char *spec)
+{
+	if (!strncmp(spec, "crash:", 6))
+		return spec + 6;
+	if (!strncmp(spec, "emu:", 4) && strchr(spec + 4, ':'))
+		return strchr(spec + 4, ':') + 1;
+	return spec;
+}
+
+/* cli_abs_spec(), except that a device that does not exist is passed on (made
+ * absolute by its name): the server serves what it can without it and says so. */
+static int serve_abs_spec(const char *spec, char *buf, size_t len)
+{
+	const char *path = spec_file(spec);
+	char cwd[PATH_MAX];
+	if (access(path, F_OK) == 0 || errno != ENOENT || !getcwd(cwd, sizeof(cwd)))
+		return cli_abs_spec(spec, buf, len);
+	int n = snprintf(buf, len, "%.*s%s%s%s", (int)(path - spec), spec,
+			 path[0] == '/' ? "" : cwd, path[0] == '/' ? "" : "/", path);
+	if (n < 0 || (size_t)n >= len) {
+		cli_err("device %s: path too long", spec);
+		return -1;
+	}
+	return 0;
+}
+
 int cmd_serve(int argc, char **argv)
 {
 	static const struct option options[] = {
@@ -299,10 +326,20 @@ int cmd_serve(int argc, char **argv)
 		av[n++] = port;
 	}
 	av[n++] = (char *)plugin;
+	/* Devices that do not exist are passed on (the server serves the rest), but not
+	 * when none does: nothing could be served. */
+	bool any = false;
+	for (int i = optind; i < argc && !any; i++)
+		any = access(spec_file(argv[i]), F_OK) == 0;
+	if (!any) {
+		char abs[PATH_MAX];
+		(void)cli_abs_spec(argv[optind], abs, sizeof(abs));   /* says why */
+		return TC_EXIT_FAIL;
+	}
 	for (int i = optind; i < argc; i++) {
 		/* Absolute paths: the server does not depend on this command's folder. */
 		char abs[PATH_MAX];
-		if (cli_abs_spec(argv[i], abs, sizeof(abs)))
+		if (serve_abs_spec(argv[i], abs, sizeof(abs)))
 			return TC_EXIT_FAIL;
 		if (asprintf(&av[n++], "dev=%s", abs) < 0)
 			return TC_EXIT_FAIL;

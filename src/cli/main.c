@@ -26,6 +26,7 @@ static const struct cli_cmd commands[] = {
 	{ "stats", cmd_stats, "every engine counter of one volume" },
 	{ "serve", cmd_serve, "assemble the volumes on the given devices and serve them over NBD" },
 	{ "check", cmd_check, "verify superblocks and metadata, report damage" },
+	{ "forget-cache", cmd_forget, "let a volume go on without a cache that is lost for good" },
 	{ "bench", cmd_bench, "compare no cache, tiercache and nbdkit's cache filter with fio" },
 	{ "replay", cmd_replay, "replay a real block trace through a cached volume" },
 	{ "debug", cmd_debug, "test hooks: power-cut a server on crash: devices" },
@@ -57,7 +58,7 @@ static void print_main_help(FILE *f)
 {
 	fputs(main_help, f);
 	for (size_t i = 0; i < NCOMMANDS; i++)
-		fprintf(f, "  %-8s %s\n", commands[i].name, commands[i].summary);
+		fprintf(f, "  %-13s %s\n", commands[i].name, commands[i].summary);
 	fputs(main_help_tail, f);
 }
 

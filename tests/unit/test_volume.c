@@ -430,6 +430,41 @@ static void test_live_attach_detach(void **state)
 	free(l);
 }
 
+/* A cache named but missing (or unreadable) stops nothing that can be served safely:
+ * the write-through volume is served uncached, the write-back one alone is refused
+ * (by name, in the log); with only the write-back one, the assembly fails. */
+static void test_missing_cache_serves_the_rest(void **state)
+{
+	struct fx *f = *state;
+	make_dev(f, f->ssd, 32 * MIB, NULL, 0);
+	make_dev(f, f->hdd, 64 * MIB, "wt", TC_WP_WT);
+	make_dev(f, f->hdd2, 64 * MIB, "wb", TC_WP_WB);
+	attach(f, f->ssd, f->hdd);
+	attach(f, f->ssd, f->hdd2);
+	char gone[128];
+	snprintf(gone, sizeof(gone), "%s.moved", f->ssd);
+	assert_int_equal(rename(f->ssd, gone), 0);
+	const char *specs[] = { f->ssd, f->hdd, f->hdd2 };
+	tc_host *h;
+	assert_int_equal(tc_host_assemble(f->ctx, specs, 3, NULL, &h), 0);
+	assert_int_equal(tc_host_export_count(h), 1);
+	struct tc_export_info info;
+	tc_export_info(tc_host_find(h, "wt"), &info);
+	assert_int_equal(info.state, TC_EXPORT_DEGRADED);
+	assert_null(tc_host_find(h, "wb"));
+	assert_int_equal(tc_host_close(h), 0);
+	/* The write-back volume was the last message of that kind: named, with the way out. */
+	const char *wb_only[] = { f->ssd, f->hdd2 };
+	assert_int_equal(tc_host_assemble(f->ctx, wb_only, 2, NULL, &h), -ENODEV);
+	assert_non_null(strstr(f->last_err, "volume \"wb\""));
+	assert_non_null(strstr(f->last_err, "is not served"));
+	assert_non_null(strstr(f->last_err, "forget-cache"));
+	/* Every device missing: nothing to serve. */
+	const char *none[] = { f->ssd };
+	assert_int_equal(tc_host_assemble(f->ctx, none, 1, NULL, &h), -ENOENT);
+	unlink(gone);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -438,6 +473,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_assemble_states, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_degraded_then_stale, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_live_attach_detach, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_missing_cache_serves_the_rest, setup,
+						teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
