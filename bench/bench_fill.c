@@ -735,16 +735,17 @@ static void usage(FILE *f)
 "           lba and size in 512-byte sectors, type 1 = read, 0 = write.  The device\n"
 "           number is ignored (as MQSim does): all devices share one volume.\n"
 "\n"
-"    Default traces: libcachesim/cloudPhysicsIO.vscsi and mqsim/tpcc-small.trace\n"
-"    under $TC_TRACES_DIR, else ../shared/traces relative to the source tree's root\n"
-"    (%s).\n"
+"    Default traces: libcachesim/cloudPhysicsIO.vscsi.xz and\n"
+"    mqsim/tpcc-small.trace.xz under $TC_TRACES_DIR, else in the source tree's\n"
+"    traces/ folder (%s/traces).\n"
 "\n"
 "OPTIONS\n"
 "    --trace PATH       replay this trace instead of the default ones; repeat for\n"
 "                       more (at most %d)\n"
 "    --format F         vscsi or mqsim: the format of the --trace options that follow\n"
 "                       it (and of an earlier --trace that had none); without it the\n"
-"                       suffix decides (.vscsi: vscsi, anything else: mqsim)\n"
+"                       suffix decides (.vscsi: vscsi, anything else: mqsim; a\n"
+"                       .gz, .bz2, .xz or .zst after it is ignored)\n"
 "    --fill LIST        comma-separated fill policies, sectors and/or line\n"
 "                       (default sectors,line)\n"
 "    --line-size LIST   comma-separated line sizes, powers of two 4K..64K\n"
@@ -859,11 +860,25 @@ static void parse_line_sizes(const char *arg)
 		bad_usage("--line-size: '%s' names no size", arg);
 }
 
+static bool ends_with(const char *p, size_t n, const char *suffix)
+{
+	size_t k = strlen(suffix);
+
+	return n >= k && !memcmp(p + n - k, suffix, k);
+}
+
+/* fmt_of_suffix - .vscsi (before a compression suffix, if any): vscsi, else mqsim. */
 static enum fmt fmt_of_suffix(const char *p)
 {
+	static const char *const comp[] = { ".gz", ".bz2", ".xz", ".zst" };
 	size_t n = strlen(p);
 
-	return n >= 6 && !strcmp(p + n - 6, ".vscsi") ? FMT_VSCSI : FMT_MQSIM;
+	for (size_t i = 0; i < sizeof(comp) / sizeof(comp[0]); i++)
+		if (ends_with(p, n, comp[i])) {
+			n -= strlen(comp[i]);
+			break;
+		}
+	return ends_with(p, n, ".vscsi") ? FMT_VSCSI : FMT_MQSIM;
 }
 
 static void parse_args(int argc, char **argv)
@@ -1030,12 +1045,12 @@ static void parse_args(int argc, char **argv)
 		bad_usage("%s", "too many runs");
 
 	if (!o->ntraces) {
-		static const char *const rel[2] = { "libcachesim/cloudPhysicsIO.vscsi",
-						    "mqsim/tpcc-small.trace" };
+		static const char *const rel[2] = { "libcachesim/cloudPhysicsIO.vscsi.xz",
+						    "mqsim/tpcc-small.trace.xz" };
 		const char *dir = getenv("TC_TRACES_DIR");
 
 		if (!dir || !*dir)
-			dir = TC_SOURCE_ROOT "/../shared/traces";
+			dir = TC_SOURCE_ROOT "/traces";
 		for (int i = 0; i < 2; i++) {
 			size_t n = strlen(dir) + 1 + strlen(rel[i]) + 1;
 			char *p = xmalloc(n);

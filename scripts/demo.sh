@@ -19,9 +19,9 @@ cd "$(dirname "$0")/.."
 BUILD=${BUILD:-build}
 TC="$BUILD/src/cli/tiercache"
 OUT="$BUILD/demo"
-# The traces live in the repository's sibling ../shared/traces (as for the tests).
-TRACES=${TC_TRACES_DIR:-$(cd .. && pwd)/shared/traces}
-TRACE="$TRACES/libcachesim/cloudPhysicsIO.vscsi"
+# The repository's own traces (traces/README.md), or a folder laid out like it.
+TRACES=${TC_TRACES_DIR:-$(pwd)/traces}
+TRACE="$TRACES/libcachesim/cloudPhysicsIO.vscsi.xz"
 
 say() { printf '\n== %s\n' "$*"; }
 die() { echo "demo: $*" >&2; exit 1; }
@@ -87,7 +87,7 @@ fi
 # ---- 3. a real trace ---------------------------------------------------------------
 say "3. tiercache replay: the CloudPhysics trace (its first 20,000 requests), 16 in flight, through a volume in pass-through (no caching) and in write-back, on emulated devices"
 if [ ! -f "$TRACE" ]; then
-	echo "demo: the trace $TRACE is missing (set TC_TRACES_DIR)" >&2
+	echo "demo: the trace $TRACE is missing (the repository carries it in traces/; TC_TRACES_DIR names another folder laid out like it)" >&2
 	failed="$failed replay"
 else
 	for wp in pt wb; do

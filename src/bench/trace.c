@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * trace.c - block trace readers (formats: see trace.h and shared/traces/SOURCES.md).
+ * trace.c - block trace readers (formats: see trace.h and traces/README.md).
  *
  * Every format goes through the same path: a parser turns one record into (time in
  * ns of the format's clock, source volume name, operation, offset and length in

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * trace.h - block trace readers: the formats of shared/traces/SOURCES.md, plain or
+ * trace.h - block trace readers: the formats of traces/README.md, plain or
  * compressed (see rstream.h), loaded into one array of requests for replay.
  *
  * Formats (--format names; a sector is 512 bytes, binary formats are little-endian):

@@ -1,5 +1,5 @@
 #!/bin/sh
-# test-replay.sh - `tiercache replay` end to end: the CloudPhysics sample (shared/traces)
+# test-replay.sh - `tiercache replay` end to end: the CloudPhysics sample (traces/, xz)
 # through the library on emulated devices, with the JSON keys and values checked; the
 # miss-ratio curve; a gzip-compressed multi-volume fixture with --trace-volume; the
 # exit codes and messages of bad usage and bad traces; the temporary folder removed;
@@ -7,10 +7,10 @@
 . "$(dirname "$0")/lib.sh"
 need jq gzip
 
-TRACES=${TC_TRACES_DIR:-${TC_SOURCE_ROOT:?}/../shared/traces}
+TRACES=${TC_TRACES_DIR:-${TC_SOURCE_ROOT:?}/traces}
 FIX=${TC_SOURCE_ROOT:?}/tests/fixtures/traces
-CP=$TRACES/libcachesim/cloudPhysicsIO.vscsi
-[ -r "$CP" ] || { echo "SKIP: $CP not found" >&2; exit 77; }
+CP=$TRACES/libcachesim/cloudPhysicsIO.vscsi.xz
+[ -r "$CP" ] || fail "trace $CP is not readable (the repository carries it in traces/)"
 # The device files go to tmpfs when there is one: the emulated devices' FLUSH is a real
 # fdatasync, which on a disk costs more than the whole replay.
 if [ -d /dev/shm ] && [ -w /dev/shm ]; then
@@ -44,6 +44,7 @@ check "$T/cp.json" '.latency_us | .p50 > 0 and .p50 <= .p99 and .p99 <= .p999 an
 check "$T/cp.json" '.latency_us.count == 3000 and .latency_us.read.count == .reads' "latency counts"
 check "$T/cp.json" '[.latency_histogram_us[].count] | add == 3000' "histogram total"
 check "$T/cp.json" '.trace.format == "vscsi" and .trace.vscsi_version == 1 and .trace.limited' "trace"
+check "$T/cp.json" '.trace.compression == "xz"' "trace compression"
 check "$T/cp.json" '.layout.footprint > 0 and .layout.folded == 0 and .layout.regions == 1' "layout"
 # 10 % of the footprint, rounded up to 64 KiB lines
 check "$T/cp.json" '.config.cache_bytes >= .layout.footprint * 0.1 and

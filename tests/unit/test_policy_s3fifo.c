@@ -5,8 +5,8 @@
  * can_evict refusals, lock-free touch() racing insert/victim, and miss ratios of both
  * policies on the real cloudPhysicsIO trace against libCacheSim's reference figures.
  *
- * The trace is found through $TC_TRACES_DIR, else ../shared/traces next to the
- * repository; the replay test is skipped when it is absent.
+ * The trace is the repository's traces/libcachesim/cloudPhysicsIO.vscsi.xz (or the same
+ * name under $TC_TRACES_DIR), read through the replay tool's decompressing reader.
  */
 #include <errno.h>
 #include <limits.h>
@@ -23,6 +23,7 @@
 #include <cmocka.h>
 #include "tiercache.h"
 #include "policy.h"
+#include "bench/rstream.h"
 
 /* Inspection hooks exported by policy_s3fifo.c for tests (not in policy.h). */
 int tc_repl_s3fifo_slot(struct tc_repl *r, uint32_t slot, unsigned *freq);
@@ -625,10 +626,14 @@ static void test_touch_concurrency(void **state)
 
 /* ---- miss ratios on a real trace ------------------------------------------------ */
 
-#define TRACE_FILE "libcachesim/cloudPhysicsIO.vscsi"
-#define TRACE_PAGES 269210u          /* distinct 4 KiB pages (SOURCES.md) */
+#ifndef TC_SOURCE_ROOT
+#error "TC_SOURCE_ROOT (the source tree's root) must be defined by the build"
+#endif
+
+#define TRACE_FILE "libcachesim/cloudPhysicsIO.vscsi.xz"
+#define TRACE_PAGES 269210u          /* distinct 4 KiB pages (traces/README.md) */
 #define TRACE_SLOTS 26921u           /* 10 % of them */
-#define LRU_REF 0.8741               /* libCacheSim, SOURCES.md, 10 % */
+#define LRU_REF 0.8741               /* libCacheSim, traces/README.md, 10 % */
 #define S3FIFO_REF 0.8110
 /* This implementation's own figure (move-to-main threshold 1; libCacheSim's default
  * threshold 2 gives exactly S3FIFO_REF): pinned so behaviour changes are noticed. */
@@ -643,46 +648,33 @@ static uint64_t le(const uint8_t *p, unsigned n)
 	return v;
 }
 
-/* try_path - @out = @dir @rel TRACE_FILE, if that fits and is readable. */
-static bool try_path(char *out, size_t size, const char *dir, const char *rel)
+/* trace_path - @out = $TC_TRACES_DIR (else <source root>/traces) / TRACE_FILE; the
+ * file must be readable: the repository carries it. */
+static void trace_path(char *out, size_t size)
 {
-	int n = snprintf(out, size, "%s%s%s", dir, rel, TRACE_FILE);
+	const char *dir = getenv("TC_TRACES_DIR");
+	int n;
 
-	return n > 0 && (size_t)n < size && access(out, R_OK) == 0;
+	if (!dir || !*dir)
+		dir = TC_SOURCE_ROOT "/traces";
+	n = snprintf(out, size, "%s/%s", dir, TRACE_FILE);
+	assert_true(n > 0 && (size_t)n < size);
+	if (access(out, R_OK))
+		fail_msg("trace %s: %s", out, strerror(errno));
 }
 
-/*
- * trace_path - $TC_TRACES_DIR, else <repository>/../shared/traces where the repository
- * is found from this file's compiled path (relative to the build directory under
- * Meson), else a "shared/traces" in the current directory or one of its ancestors.
- * Returns false if none exists.
- */
-static bool trace_path(char *out, size_t size)
+/* read_rec - the next @len bytes of @s into @rec: true if they were all there, false at
+ * the end of the data; a read error or a partial record fails the test. */
+static bool read_rec(struct tc_rstream *s, const char *path, uint8_t *rec, size_t len)
 {
-	const char *env = getenv("TC_TRACES_DIR");
-	const char *file = __FILE__, *tail = "tests/unit/test_policy_s3fifo.c";
-	size_t flen = strlen(file), tlen = strlen(tail);
-	char dir[PATH_MAX];
+	ssize_t got = tc_rstream_read(s, rec, len);
 
-	if (env && *env && try_path(out, size, env, "/"))
-		return true;
-	if (flen >= tlen && strcmp(file + flen - tlen, tail) == 0 && flen - tlen < sizeof(dir)) {
-		memcpy(dir, file, flen - tlen);
-		dir[flen - tlen] = '\0';
-		if (try_path(out, size, dir, "../shared/traces/"))
-			return true;
-	}
-	if (!getcwd(dir, sizeof(dir)))
-		return false;
-	for (;;) {
-		char *slash = strrchr(dir, '/');
-
-		if (try_path(out, size, dir, "/shared/traces/"))
-			return true;
-		if (!slash || slash == dir)
-			return false;
-		*slash = '\0';
-	}
+	if (got < 0)
+		fail_msg("trace %s: %s", path, tc_rstream_error(s));
+	if (got != 0 && (size_t)got != len)
+		fail_msg("trace %s: a partial record of %zd bytes at the end (records are %zu)",
+			 path, got, len);
+	return got != 0;
 }
 
 struct page_trace {
@@ -691,30 +683,36 @@ struct page_trace {
 	uint32_t max_page;
 };
 
-/* load_trace - read VSCSI v1 or v2 records and split each request into the 4 KiB
- * pages it touches. */
+/* load_trace - read VSCSI v1 or v2 records (plain or compressed) and split each
+ * request into the 4 KiB pages it touches. */
 static void load_trace(const char *path, struct page_trace *t)
 {
-	FILE *fp = fopen(path, "rb");
+	struct tc_rstream *s;
+	char err[512];
 	uint8_t rec[40];
-	size_t reclen, cap = 1u << 21;
-	unsigned version;
+	size_t reclen = 32, cap = 1u << 21;
+	unsigned version = 1;
+	int r = tc_rstream_open(path, &s, err, sizeof(err));
 
-	assert_non_null(fp);
+	if (r)
+		fail_msg("%s", err);
 	memset(t, 0, sizeof(*t));
 	t->pages = malloc(sizeof(uint32_t) * cap);
 	assert_non_null(t->pages);
-	assert_int_equal(fread(rec, 1, 32, fp), 32);
-	if ((le(rec + 14, 2) >> 8) == 1) {
-		version = 1;
-		reclen = 32;
-	} else {
-		assert_int_equal(le(rec + 2, 2) >> 8, 2);
+	if (!read_rec(s, path, rec, 32))
+		fail_msg("trace %s: empty", path);
+	if ((le(rec + 14, 2) >> 8) != 1) {
+		if ((le(rec + 2, 2) >> 8) != 2)
+			fail_msg("trace %s: the first record is neither VSCSI v1 (ver 0x%04x) nor "
+				 "v2 (ver 0x%04x)", path, (unsigned)le(rec + 14, 2),
+				 (unsigned)le(rec + 2, 2));
 		version = 2;
 		reclen = 40;
+		if (tc_rstream_read(s, rec + 32, 8) != 8)
+			fail_msg("trace %s: the first VSCSI v2 record is cut short", path);
 	}
-	rewind(fp);
-	while (fread(rec, 1, reclen, fp) == reclen) {
+	/* rec holds the first record; each turn handles one and reads the next. */
+	do {
 		uint64_t len, lbn, first, last;
 
 		if (version == 1) {
@@ -739,8 +737,8 @@ static void load_trace(const char *path, struct page_trace *t)
 			if (p > t->max_page)
 				t->max_page = (uint32_t)p;
 		}
-	}
-	fclose(fp);
+	} while (read_rec(s, path, rec, reclen));
+	tc_rstream_close(s);
 }
 
 static double replay(const struct tc_repl_ops *ops, const struct page_trace *t)
@@ -759,7 +757,7 @@ static double replay(const struct tc_repl_ops *ops, const struct page_trace *t)
 }
 
 /* cloudPhysicsIO split into 4 KiB pages, cache of 10 % of its distinct pages: both
- * policies must reproduce libCacheSim's miss ratios (SOURCES.md). */
+ * policies must reproduce libCacheSim's miss ratios (traces/README.md). */
 static void test_trace_miss_ratio(void **state)
 {
 	char path[PATH_MAX];
@@ -768,10 +766,7 @@ static void test_trace_miss_ratio(void **state)
 	uint32_t distinct = 0;
 	double lru, s3;
 
-	if (!trace_path(path, sizeof(path))) {
-		print_message("trace %s not found (set TC_TRACES_DIR): skipped\n", TRACE_FILE);
-		skip();
-	}
+	trace_path(path, sizeof(path));
 	load_trace(path, &t);
 	seen = calloc((size_t)t.max_page + 1, 1);
 	assert_non_null(seen);

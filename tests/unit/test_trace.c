@@ -2,12 +2,12 @@
 /*
  * test_trace.c - the trace readers of src/bench/trace.c and rstream.c, and the layout
  * of src/bench/replay.c: every format read from a hand-written fixture
- * (tests/fixtures/traces/, made from shared/traces/SOURCES.md) with every field of
+ * (tests/fixtures/traces/, made from the formats of traces/README.md) with every field of
  * every request checked; the same fixtures gzip-, bzip2-, xz- and zstd-compressed
  * here through the libraries (also as concatenated streams, and truncated); VSCSI v1
  * and v2 written here record by record; malformed lines reported with their number;
- * volume selection, --limit, unsorted SYSTOR times; the shared sample traces when
- * $TC_TRACES_DIR has them.
+ * volume selection, --limit, unsorted SYSTOR times; the real traces of traces/ (or of
+ * $TC_TRACES_DIR) against the figures of traces/README.md.
  */
 #include <bzlib.h>
 #include <errno.h>
@@ -731,26 +731,36 @@ static void test_map(void **state)
 }
 
 /* ------------------------------------------------------------------------------------
- * The shared sample traces (SOURCES.md figures), when present.
+ * The repository's real traces (traces/README.md figures).
  */
 
-static bool shared(const char *rel, char *path, size_t len)
+#ifndef TC_SOURCE_ROOT
+#error "TC_SOURCE_ROOT (the source tree's root) must be defined by the build"
+#endif
+
+/* real_trace - @path = $TC_TRACES_DIR (else <source root>/traces) / @rel; the file must
+ * be readable: the repository carries it. */
+static void real_trace(const char *rel, char *path, size_t len)
 {
 	const char *dir = getenv("TC_TRACES_DIR");
+	int n;
 
 	if (!dir || !*dir)
-		return false;
-	snprintf(path, len, "%s/%s", dir, rel);
-	return access(path, R_OK) == 0;
+		dir = TC_SOURCE_ROOT "/traces";
+	n = snprintf(path, len, "%s/%s", dir, rel);
+	assert_true(n > 0 && (size_t)n < len);
+	if (access(path, R_OK))
+		fail_msg("trace %s: %s", path, strerror(errno));
 }
 
-static void test_shared_traces(void **state)
+static void test_real_traces(void **state)
 {
 	char path[PATH_MAX + 64];
-	int found = 0;
 
-	if (shared("libcachesim/cloudPhysicsIO.vscsi", path, sizeof(path))) {
+	real_trace("libcachesim/cloudPhysicsIO.vscsi.xz", path, sizeof(path));
+	{
 		struct tc_trace *v = load_ok(path, TC_TRACE_VSCSI, NULL);
+		assert_int_equal(v->comp, TC_COMP_XZ);
 		assert_int_equal(v->n, 113872);
 		assert_int_equal(v->vscsi_version, 1);
 		assert_int_equal(v->reads, 46974);          /* 41.3 % */
@@ -758,32 +768,31 @@ static void test_shared_traces(void **state)
 		struct tc_replay_map m;
 		char err[256];
 		assert_int_equal(tc_replay_map_build(v, 1ull << 40, &m, err, sizeof(err)), 0);
-		assert_int_equal(m.footprint / 4096, 269210);   /* SOURCES.md: distinct pages */
+		assert_int_equal(m.footprint / 4096, 269210);   /* distinct 4 KiB pages */
 		tc_replay_map_free(&m);
-		if (shared("libcachesim/cloudPhysicsIO.csv", path, sizeof(path))) {
-			/* The text form: the same requests, times at 1 s resolution. */
-			struct tc_trace *c = load_ok(path, TC_TRACE_LCS_CSV, NULL);
-			assert_int_equal(c->n, v->n);
-			for (size_t i = 0; i < c->n; i++) {
-				assert_int_equal(c->req[i].offset, v->req[i].offset);
-				assert_int_equal(c->req[i].length, v->req[i].length);
-				assert_int_equal(c->req[i].write, v->req[i].write);
-			}
-			tc_trace_free(c);
+		/* The text form: the same requests, times at 1 s resolution. */
+		real_trace("libcachesim/cloudPhysicsIO.csv.xz", path, sizeof(path));
+		struct tc_trace *c = load_ok(path, TC_TRACE_LCS_CSV, NULL);
+		assert_int_equal(c->n, v->n);
+		for (size_t i = 0; i < c->n; i++) {
+			assert_int_equal(c->req[i].offset, v->req[i].offset);
+			assert_int_equal(c->req[i].length, v->req[i].length);
+			assert_int_equal(c->req[i].write, v->req[i].write);
 		}
+		tc_trace_free(c);
 		tc_trace_free(v);
-		found++;
 	}
-	if (shared("caffeine/msr-cambridge1-sample.csv", path, sizeof(path))) {
+	real_trace("caffeine/msr-cambridge1-sample.csv.xz", path, sizeof(path));
+	{
 		struct tc_trace *t = load_ok(path, TC_TRACE_MSR, NULL);
 		assert_int_equal(t->n, 1000);
 		assert_int_equal(t->nvols, 1);
 		assert_string_equal(t->vols[0].name, "hm_0");
 		assert_true(t->reads >= 500 && t->reads <= 520);   /* 51 % */
 		tc_trace_free(t);
-		found++;
 	}
-	if (shared("caffeine/systor17-traces-sample.csv.gz", path, sizeof(path))) {
+	real_trace("caffeine/systor17-traces-sample.csv.gz", path, sizeof(path));
+	{
 		struct tc_trace *t = load_ok(path, TC_TRACE_SYSTOR, NULL);
 		assert_int_equal(t->comp, TC_COMP_GZIP);
 		assert_int_equal(t->n, 999);
@@ -792,18 +801,15 @@ static void test_shared_traces(void **state)
 			assert_true(t->req[i].t_ns >= t->req[i - 1].t_ns);
 		assert_true(t->reads >= 820 && t->reads <= 840);   /* 83 % */
 		tc_trace_free(t);
-		found++;
 	}
-	if (shared("mqsim/tpcc-small.trace", path, sizeof(path))) {
+	real_trace("mqsim/tpcc-small.trace.xz", path, sizeof(path));
+	{
 		struct tc_trace *t = load_ok(path, TC_TRACE_MQSIM, NULL);
 		assert_int_equal(t->n, 6999);
 		assert_int_equal(t->nvols, 16);
 		assert_int_equal(t->reads, 4381);
 		tc_trace_free(t);
-		found++;
 	}
-	if (!found)
-		skip();
 }
 
 int main(void)
@@ -819,7 +825,7 @@ int main(void)
 		cmocka_unit_test(test_bad_lines),
 		cmocka_unit_test(test_volume_and_limit),
 		cmocka_unit_test(test_map),
-		cmocka_unit_test(test_shared_traces),
+		cmocka_unit_test(test_real_traces),
 	};
 	return cmocka_run_group_tests(tests, setup_all, teardown_all);
 }
