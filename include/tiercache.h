@@ -475,6 +475,7 @@ struct tc_probe {
 	uint32_t line_size;       /* bytes */
 	uint64_t lines;
 	bool clean_shutdown;
+	bool checksums;           /* cached data is checked on every read back */
 	unsigned nvolumes;        /* volume records in the cache superblock */
 };
 

@@ -103,6 +103,7 @@ int tc_dev_probe(tc_ctx *ctx, tc_dev *dev, struct tc_probe *out)
 		out->line_size = csb->line_size;
 		out->lines = csb->nslots;
 		out->clean_shutdown = csb->clean_shutdown == 1;
+		out->checksums = !csb->csum_off;
 		for (unsigned i = 0; i < TC_MAX_VOLUMES; i++)
 			out->nvolumes += csb->vols[i].id != 0;
 		snprintf(out->what, sizeof(out->what), "tiercache cache");

@@ -69,6 +69,10 @@ tc_ctx *cli_ctx(bool verbose);
 /* cli_human - "1.5 GiB" style rendering of @bytes into @buf. */
 const char *cli_human(uint64_t bytes, char *buf, size_t len);
 
+/* cli_spec_file - the file behind a device spec ("PATH", "crash:PATH",
+ * "emu:PROFILE:PATH"): a pointer into @spec. */
+const char *cli_spec_file(const char *spec);
+
 /* cli_abs_spec - @spec ("PATH", "crash:PATH", "emu:PROFILE:PATH") with its path made
  * absolute, into @buf.  Returns 0, or -1 after a message naming the device. */
 int cli_abs_spec(const char *spec, char *buf, size_t len);

@@ -112,6 +112,7 @@ static bool check_one(tc_ctx *ctx, const char *spec, json_object *o, bool print)
 		json_object_object_add(o, "lines_dirty", json_object_new_uint64(rep->lines_dirty));
 		json_object_object_add(o, "clean_shutdown",
 				       json_object_new_boolean(p->clean_shutdown));
+		json_object_object_add(o, "checksums", json_object_new_boolean(p->checksums));
 		json_object *vols = json_object_new_array();
 		for (unsigned i = 0; i < rep->nvolumes; i++) {
 			const struct tc_inspect_volume *v = &rep->volumes[i];
@@ -130,9 +131,10 @@ static bool check_one(tc_ctx *ctx, const char *spec, json_object *o, bool print)
 		json_object_object_add(o, "volumes", vols);
 		if (print) {
 			printf("%s: cache %s, %" PRIu64 " lines of %s, %" PRIu64 " used, %" PRIu64
-			       " dirty, %s shutdown\n", spec, p->uuid, p->lines,
+			       " dirty, %s shutdown, checksums %s\n", spec, p->uuid, p->lines,
 			       cli_human(p->line_size, hb, sizeof(hb)), rep->lines_used,
-			       rep->lines_dirty, p->clean_shutdown ? "clean" : "not a clean");
+			       rep->lines_dirty, p->clean_shutdown ? "clean" : "not a clean",
+			       p->checksums ? "on" : "off");
 			printf("  superblock copies ok: %u of 2\n", rep->sb_copies_ok);
 			for (int i = 0; i < 2; i++)
 				if (rep->sb_damage[i][0])

@@ -22,7 +22,8 @@ static const char help[] =
 "                     [--read-cache on|off] [--write-policy wt|wb|wa|pt]\n"
 "                     [--flush-rate low|medium|high] [--force] [--json]\n"
 "    tiercache create cache DEVICE [--line-size SIZE] [--replacement s3fifo|lru]\n"
-"                     [--size SIZE] [--force] [--discard-dirty] [--json]\n"
+"                     [--checksums on|off] [--size SIZE] [--force] [--discard-dirty]\n"
+"                     [--json]\n"
 "\n"
 "DESCRIPTION\n"
 "    `create backing` writes a backing superblock on DEVICE (the slow device or array)\n"
@@ -53,6 +54,11 @@ static const char help[] =
 "                           the volume's initial settings (see `tiercache set --help`)\n"
 "    --line-size SIZE       cache line size: 4K, 8K, 16K, 32K or 64K (default 64K)\n"
 "    --replacement POLICY   s3fifo (default) or lru\n"
+"    --checksums on|off     check cached data on every read from the cache device\n"
+"                           (default on): a 32-bit XXH3 of each 4 KiB unit is kept in\n"
+"                           RAM (4 bytes per 4 KiB of cache, 1 GiB per TiB); a clean\n"
+"                           unit that fails is read from the backing and filled again,\n"
+"                           a dirty one is an I/O error and is never written back\n"
 "    --size SIZE            create DEVICE as a sparse file of SIZE if it does not exist\n"
 "    --force                overwrite a device that holds data (see Safety)\n"
 "    --discard-dirty        also overwrite a cache that holds dirty data, or a\n"
@@ -68,13 +74,14 @@ static const char help[] =
 "    0 formatted, 1 refused or failed (nothing changed), 2 bad usage.\n";
 
 enum { OPT_NAME = 256, OPT_STRIPE, OPT_LINE, OPT_REPL, OPT_SIZE, OPT_FORCE, OPT_DISCARD,
-       OPT_JSON, OPT_RC, OPT_WP, OPT_FR, OPT_HELP };
+       OPT_JSON, OPT_RC, OPT_WP, OPT_FR, OPT_CSUM, OPT_HELP };
 
 static const struct option options[] = {
 	{ "name", required_argument, NULL, OPT_NAME },
 	{ "stripe-size", required_argument, NULL, OPT_STRIPE },
 	{ "line-size", required_argument, NULL, OPT_LINE },
 	{ "replacement", required_argument, NULL, OPT_REPL },
+	{ "checksums", required_argument, NULL, OPT_CSUM },
 	{ "size", required_argument, NULL, OPT_SIZE },
 	{ "force", no_argument, NULL, OPT_FORCE },
 	{ "discard-dirty", no_argument, NULL, OPT_DISCARD },
@@ -85,18 +92,6 @@ static const struct option options[] = {
 	{ "help", no_argument, NULL, OPT_HELP },
 	{ NULL, 0, NULL, 0 },
 };
-
-/* The file behind a device spec, for the existence check. */
-static const char *spec_file(const char *spec)
-{
-	if (!strncmp(spec, "crash:", 6))
-		return spec + 6;
-	if (!strncmp(spec, "emu:", 4)) {
-		const char *c = strchr(spec + 4, ':');
-		return c ? c + 1 : spec;
-	}
-	return spec;
-}
 
 /* The library's rule for volume names (tc_backing_format), checked here too so that a
  * bad --name is bad usage (exit 2) before any device is opened or created. */
@@ -192,7 +187,7 @@ int cmd_create(int argc, char **argv)
 {
 	const char *name = NULL, *line_arg = NULL, *stripe_arg = NULL;
 	uint64_t stripe = 0, line = 0, size = 0;
-	int repl = -1;
+	int repl = -1, csum = -1;
 	bool force = false, discard = false, json = false;
 	struct tc_volume_settings set;
 	tc_volume_settings_default(&set);
@@ -210,6 +205,11 @@ int cmd_create(int argc, char **argv)
 			line_arg = optarg;
 			if (cli_size("--line-size", optarg, &line))
 				return TC_EXIT_USAGE;
+			break;
+		case OPT_CSUM:
+			if (strcmp(optarg, "on") && strcmp(optarg, "off"))
+				return cli_usage("--checksums: \"%s\" is not on or off", optarg);
+			csum = !strcmp(optarg, "on");
 			break;
 		case OPT_REPL:
 			if ((repl = tc_replacement_parse(optarg)) < 0)
@@ -257,8 +257,9 @@ int cmd_create(int argc, char **argv)
 		return cli_usage("create backing: --name NAME is required");
 	if (!backing && (name || stripe))
 		return cli_usage("create cache: --name and --stripe-size are for backings");
-	if (backing && (line || repl >= 0))
-		return cli_usage("create backing: --line-size and --replacement are for caches");
+	if (backing && (line || repl >= 0 || csum >= 0))
+		return cli_usage("create backing: --line-size, --replacement and --checksums are "
+				 "for caches");
 	if (backing && !name_ok(name))
 		return cli_usage("--name: \"%s\" is not a volume name (1-%d characters of "
 				 "[A-Za-z0-9._-], not \".\", \"..\" or starting with '-')", name,
@@ -272,7 +273,7 @@ int cmd_create(int argc, char **argv)
 
 	unsigned flags = TC_DEV_EXCLUSIVE;
 	struct stat st;
-	if (stat(spec_file(spec), &st) < 0) {
+	if (stat(cli_spec_file(spec), &st) < 0) {
 		if (errno != ENOENT || !size) {
 			cli_err("device %s: %s%s", spec, strerror(errno), errno == ENOENT ?
 				" (give --size SIZE to create a file)" : "");
@@ -291,7 +292,7 @@ int cmd_create(int argc, char **argv)
 	if (r) {
 		tc_ctx_free(ctx);
 		if (flags & TC_DEV_CREATE)
-			unlink(spec_file(spec));
+			unlink(cli_spec_file(spec));
 		return TC_EXIT_FAIL;
 	}
 	struct tc_probe p;
@@ -307,6 +308,8 @@ int cmd_create(int argc, char **argv)
 			o.line_size = (uint32_t)line;
 		if (repl >= 0)
 			o.replacement = (uint8_t)repl;
+		if (csum >= 0)
+			o.checksums = csum;
 		r = tc_cache_format(ctx, dev, &o);
 	}
 	if (r)
@@ -336,6 +339,6 @@ out:
 	tc_ctx_free(ctx);
 	/* A refused command changes nothing: not even the file it just created. */
 	if (rc != TC_EXIT_OK && (flags & TC_DEV_CREATE))
-		unlink(spec_file(spec));
+		unlink(cli_spec_file(spec));
 	return rc;
 }

@@ -201,21 +201,11 @@ static void print_log(const char *log, off_t off)
 	fclose(f);
 }
 
-/* The file behind a device spec ("PATH", "crash:PATH", "emu:PROFILE:PATH"). */
-static const char *spec_file(const char *spec)
-{
-	if (!strncmp(spec, "crash:", 6))
-		return spec + 6;
-	if (!strncmp(spec, "emu:", 4) && strchr(spec + 4, ':'))
-		return strchr(spec + 4, ':') + 1;
-	return spec;
-}
-
 /* cli_abs_spec(), except that a device that does not exist is passed on (made
  * absolute by its name): the server serves what it can without it and says so. */
 static int serve_abs_spec(const char *spec, char *buf, size_t len)
 {
-	const char *path = spec_file(spec);
+	const char *path = cli_spec_file(spec);
 	char cwd[PATH_MAX];
 	if (access(path, F_OK) == 0 || errno != ENOENT || !getcwd(cwd, sizeof(cwd)))
 		return cli_abs_spec(spec, buf, len);
@@ -330,7 +320,7 @@ int cmd_serve(int argc, char **argv)
 	 * when none does: nothing could be served. */
 	bool any = false;
 	for (int i = optind; i < argc && !any; i++)
-		any = access(spec_file(argv[i]), F_OK) == 0;
+		any = access(cli_spec_file(argv[i]), F_OK) == 0;
 	if (!any) {
 		char abs[PATH_MAX];
 		(void)cli_abs_spec(argv[optind], abs, sizeof(abs));   /* says why */

@@ -213,13 +213,18 @@ bool cli_isatty_err(void)
 	return isatty(STDERR_FILENO) == 1;
 }
 
+const char *cli_spec_file(const char *spec)
+{
+	if (!strncmp(spec, "crash:", 6))
+		return spec + 6;
+	if (!strncmp(spec, "emu:", 4) && strchr(spec + 4, ':'))
+		return strchr(spec + 4, ':') + 1;
+	return spec;
+}
+
 int cli_abs_spec(const char *spec, char *buf, size_t len)
 {
-	const char *path = spec;
-	if (!strncmp(spec, "crash:", 6))
-		path = spec + 6;
-	else if (!strncmp(spec, "emu:", 4) && strchr(spec + 4, ':'))
-		path = strchr(spec + 4, ':') + 1;
+	const char *path = cli_spec_file(spec);
 	char abs[PATH_MAX];
 	if (!realpath(path, abs)) {
 		cli_err("device %s: %s", spec, strerror(errno));

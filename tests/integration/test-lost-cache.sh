@@ -72,4 +72,13 @@ expect_fail 1 'backing .*hdd-wb.img.*not attached|no cache|stale|written without
 tc forget-cache hdd-wt.img --cache ssd.img --json >f.json || fail "forget-cache wt: exit $?"
 [ "$(json_get f.json dirty_bytes_lost)" -eq 0 ] || fail "wt: $(cat f.json)"
 [ "$(json_get f.json forgotten_cache)" = "$uuid" ] || fail "wt: $(cat f.json)"
+
+# --- the checksum setting is stored on the cache ---------------------------------------------
+tc create cache ssd-nocsum.img --size 64M --checksums off >/dev/null
+[ "$(tc check --json ssd-nocsum.img | json_get - devices 0 checksums)" = False ] ||
+	fail "create cache --checksums off: check says $(tc check --json ssd-nocsum.img)"
+[ "$(tc check --json ssd.img | json_get - devices 0 checksums)" = True ] ||
+	fail "a default cache has no checksums"
+expect_fail 2 '--checksums: "maybe" is not on or off' tc create cache x.img --size 64M --checksums maybe
+[ ! -e x.img ] || fail "bad usage created x.img"
 log "ok"
