@@ -333,8 +333,10 @@ int cmd_serve(int argc, char **argv)
 	}
 	off_t log_start = lseek(lfd, 0, SEEK_END);
 	/* Double fork: the server's parent is gone before it starts, so nothing ties its
-	 * life to this command (nbdkit may ask to die with its parent).  The pipe brings
-	 * back its pid. */
+	 * life to this command.  nbdkit asks to die with its parent (PR_SET_PDEATHSIG), so
+	 * the grandchild waits until the middle process has exited and it has been
+	 * reparented before it runs nbdkit: a late exit of the middle process would kill
+	 * the new server silently.  The pipe brings back its pid. */
 	int pp[2];
 	if (pipe2(pp, O_CLOEXEC) < 0) {
 		cli_err("pipe: %s", strerror(errno));
@@ -347,11 +349,16 @@ int cmd_serve(int argc, char **argv)
 	}
 	if (mid == 0) {
 		setsid();
+		pid_t me = getpid();
 		pid_t pid = fork();
 		if (pid != 0) {
 			ssize_t w = write(pp[1], &pid, sizeof(pid));
 			_exit(w == sizeof(pid) ? 0 : 1);
 		}
+		/* Reparented once the middle process is gone (its exit sends the parent-death
+		 * signals before the new parent shows; 10 s is far more than its exit takes). */
+		for (int i = 0; getppid() == me && i < 10000; i++)
+			nanosleep(&(struct timespec){ .tv_nsec = 1000000 }, NULL);
 		int nul = open("/dev/null", O_RDWR);
 		dup2(nul, 0);
 		dup2(lfd, 1);
