@@ -488,6 +488,7 @@ struct tc_inspect_volume {
 	uint64_t dirty_bytes;     /* dirty data the cache holds for it, bytes */
 	uint64_t cached_bytes;    /* valid data (clean lines count only after a clean shutdown) */
 	struct tc_volume_settings settings;
+	bool online;              /* tc_cache_volumes: attached now (its backing is open) */
 };
 
 #define TC_INSPECT_MAX_VOLUMES 64
@@ -513,6 +514,14 @@ struct tc_cache_report {
  * superblock), -EUCLEAN (damage that would refuse the open: *@rep says where), -EIO.
  */
 int tc_cache_inspect(tc_ctx *ctx, tc_dev *dev, struct tc_cache_report *rep);
+
+/*
+ * tc_cache_volumes - the volume records of the open cache @cache, whether their
+ * backings are attached now or not (online), with the dirty and valid bytes its lines
+ * hold for each: what a cache holds for volumes whose backing is absent.  Fills at
+ * most @max entries of @out; returns how many.
+ */
+unsigned tc_cache_volumes(tc_cache *cache, struct tc_inspect_volume *out, unsigned max);
 
 /*
  * tc_backing_use_uncached - record on the backing @dev that it is about to be written

@@ -61,11 +61,28 @@ void tc_cache_stats(tc_cache *c, struct tc_cache_stats *st)
 	st->lines_dirty = atomic_load(&c->dirty_lines);
 	st->line_size = c->line_size;
 	uint64_t dirty = 0;
+	unsigned online = 0, records = 0;
 	pthread_mutex_lock(&c->mgmt_lock);
 	for (unsigned i = 1; i <= TC_MAX_VOLUMES; i++)
-		if (c->vols[i])
+		if (c->vols[i]) {
 			dirty += atomic_load(&c->vols[i]->dirty_units) * TC_UNIT_SIZE;
+			online++;
+		}
 	pthread_mutex_unlock(&c->mgmt_lock);
+	pthread_mutex_lock(&c->sb_lock);
+	for (unsigned i = 0; i < TC_MAX_VOLUMES; i++)
+		records += c->sb.vols[i].id != 0;
+	pthread_mutex_unlock(&c->sb_lock);
+	if (records > online) {
+		/* Volumes whose backing is absent keep their dirty lines too: count them from
+		 * the lines (only then: a scan of every line). */
+		struct tc_inspect_volume *recs = calloc(TC_MAX_VOLUMES, sizeof(*recs));
+		unsigned n = recs ? tc_cache_volumes(c, recs, TC_MAX_VOLUMES) : 0;
+		for (unsigned i = 0; i < n; i++)
+			if (!recs[i].online)
+				dirty += recs[i].dirty_bytes;
+		free(recs);
+	}
 	st->dirty_bytes = dirty;
 	st->commits = atomic_load(&c->commits);
 	st->commit_blocks = atomic_load(&c->commit_blocks);

@@ -139,13 +139,17 @@ static const char help_status[] =
 "\n"
 "DESCRIPTION\n"
 "    One line per volume: state (cached; uncached: no cache; degraded: its cache is\n"
-"    missing or failed), write policy, read cache, flush rate, dirty bytes, writeback\n"
-"    rate over the last second, fallback (pass-through after cache-device errors),\n"
-"    and the cache; then one line per cache.\n"
+"    missing or failed; no-backing: a cache holds the volume but its backing device\n"
+"    is not among the devices, so only what the cache knows is shown), write policy,\n"
+"    read cache, flush rate, dirty bytes, writeback rate over the last second,\n"
+"    fallback (pass-through after cache-device errors), and the cache; then one line\n"
+"    per cache.  Given only a cache with --device, every volume it holds is listed,\n"
+"    with the dirty bytes it keeps for each.\n"
 "\n"
 "JSON\n"
 "    {\"volumes\": [{\"name\", \"size\", \"state\", \"backing\", \"cache\", \"settings\",\n"
 "    \"dirty_bytes\", \"cached_bytes\", \"writeback_rate\", \"fallback\", \"draining\"}],\n"
+"    (no-backing volumes: \"backing\" null and \"backing_uuid\"),\n"
 "    \"caches\": [{\"device\", \"line_size\", \"lines\", \"lines_used\", \"lines_dirty\",\n"
 "    \"dirty_bytes\"}]}; sizes in bytes, rates in bytes per second.\n"
 "\n"
@@ -163,7 +167,10 @@ static const char help_stats[] =
 "    reads and writes, client requests and bytes, promotions, evictions, sequential\n"
 "    and admission bypasses, dirty and cached bytes, writeback bytes, I/Os and rate,\n"
 "    errors, and the backing device's own counters.  Keys are snake_case; bytes are\n"
-"    in bytes.  --reset zeroes the counters after printing them.\n"
+"    in bytes.  --reset zeroes the counters after printing them.  A volume whose\n"
+"    backing is not among the devices (offline, --device CACHE alone) has no request\n"
+"    counters: what its cache holds is printed (size, settings, dirty and cached\n"
+"    bytes) with a note saying so.\n"
 "\n"
 COMMON_HELP;
 
@@ -448,7 +455,51 @@ static int finish(struct vopts *o, json_object *req, const char *what,
 	return rc;
 }
 
-static void print_volume_line(json_object *v)
+/* A table whose column widths come from its content: cells are copied in, then
+ * printed with each column as wide as its widest cell (right-aligned columns: @right,
+ * a bit per column). */
+#define TABLE_COLS 10
+struct table {
+	unsigned ncols, nrows, right;
+	char *(*cells)[TABLE_COLS];
+	int width[TABLE_COLS];
+};
+
+static void table_row(struct table *t, const char *const *cells)
+{
+	void *nc = realloc(t->cells, (t->nrows + 1) * sizeof(*t->cells));
+	if (!nc)
+		return;
+	t->cells = nc;
+	for (unsigned i = 0; i < t->ncols; i++) {
+		t->cells[t->nrows][i] = strdup(cells[i] ? cells[i] : "-");
+		int w = t->cells[t->nrows][i] ? (int)strlen(t->cells[t->nrows][i]) : 0;
+		if (w > t->width[i])
+			t->width[i] = w;
+	}
+	t->nrows++;
+}
+
+static void table_print(struct table *t)
+{
+	for (unsigned r = 0; r < t->nrows; r++) {
+		for (unsigned i = 0; i < t->ncols; i++) {
+			const char *c = t->cells[r][i] ? t->cells[r][i] : "";
+			bool last = i + 1 == t->ncols;
+			if (t->right & (1u << i))
+				printf("%*s", t->width[i], c);
+			else
+				printf("%-*s", last ? 0 : t->width[i], c);
+			fputs(last ? "\n" : "  ", stdout);
+			free(t->cells[r][i]);
+		}
+	}
+	free(t->cells);
+	t->cells = NULL;
+	t->nrows = 0;
+}
+
+static void status_volume_row(struct table *t, json_object *v)
 {
 	char a[32], b[32], c[32], rate[40];
 	json_object *s, *fb;
@@ -457,14 +508,17 @@ static void print_volume_line(json_object *v)
 	json_object *rc = NULL;
 	if (has)
 		json_object_object_get_ex(s, "read_cache", &rc);
+	bool absent = !strcmp(jstr(v, "state"), "no-backing");
 	snprintf(rate, sizeof(rate), "%s/s", cli_human(ju64(v, "writeback_rate"), c, sizeof(c)));
-	printf("%-16s %10s %-9s %-6s %-4s %-7s %10s %12s %-8s %s\n", jstr(v, "name"),
-	       cli_human(ju64(v, "size"), a, sizeof(a)), jstr(v, "state"),
-	       has ? jstr(s, "write_policy") : "-",
-	       has ? (json_object_get_boolean(rc) ? "on" : "off") : "-",
-	       has ? jstr(s, "flush_rate") : "-", cli_human(ju64(v, "dirty_bytes"), b, sizeof(b)),
-	       has ? rate : "-",
-	       json_object_get_boolean(fb) ? "yes" : "no", jstr(v, "cache"));
+	const char *row[] = {
+		jstr(v, "name"), cli_human(ju64(v, "size"), a, sizeof(a)), jstr(v, "state"),
+		has ? jstr(s, "write_policy") : "-",
+		has ? (json_object_get_boolean(rc) ? "on" : "off") : "-",
+		has ? jstr(s, "flush_rate") : "-", cli_human(ju64(v, "dirty_bytes"), b, sizeof(b)),
+		has && !absent ? rate : "-", json_object_get_boolean(fb) ? "yes" : "no",
+		jstr(v, "cache"),
+	};
+	table_row(t, row);
 }
 
 static void print_status(json_object *res, struct vopts *o)
@@ -472,21 +526,36 @@ static void print_status(json_object *res, struct vopts *o)
 	json_object *vols, *caches;
 	json_object_object_get_ex(res, "volumes", &vols);
 	json_object_object_get_ex(res, "caches", &caches);
-	printf("%-16s %10s %-9s %-6s %-4s %-7s %10s %12s %-8s %s\n", "VOLUME", "SIZE", "STATE",
-	       "POLICY", "READ", "FLUSH", "DIRTY", "WRITEBACK", "FALLBACK", "CACHE");
-	for (size_t i = 0; i < json_object_array_length(vols); i++)
-		print_volume_line(json_object_array_get_idx(vols, i));
-	if (json_object_array_length(caches))
-		printf("\n%-24s %10s %12s %12s %12s %10s\n", "CACHE", "LINE", "LINES", "USED",
-		       "DIRTY LINES", "DIRTY");
+	struct table t = { .ncols = 10, .right = 1u << 1 | 1u << 6 | 1u << 7 };
+	table_row(&t, (const char *[]){ "VOLUME", "SIZE", "STATE", "POLICY", "READ", "FLUSH",
+					"DIRTY", "WRITEBACK", "FALLBACK", "CACHE" });
+	bool absent = false;
+	for (size_t i = 0; i < json_object_array_length(vols); i++) {
+		json_object *v = json_object_array_get_idx(vols, i);
+		status_volume_row(&t, v);
+		absent |= !strcmp(jstr(v, "state"), "no-backing");
+	}
+	table_print(&t);
+	if (absent)
+		printf("(no-backing: the cache holds the volume, but its backing device is not "
+		       "present; give it with --device, or serve it)\n");
+	if (!json_object_array_length(caches))
+		return;
+	struct table ct = { .ncols = 6, .right = 0x3eu };
+	table_row(&ct, (const char *[]){ "CACHE", "LINE", "LINES", "USED", "DIRTY LINES",
+					 "DIRTY" });
 	for (size_t i = 0; i < json_object_array_length(caches); i++) {
 		json_object *c = json_object_array_get_idx(caches, i);
-		char a[32], b[32];
-		printf("%-24s %10s %12" PRIu64 " %12" PRIu64 " %12" PRIu64 " %10s\n",
-		       jstr(c, "device"), cli_human(ju64(c, "line_size"), a, sizeof(a)),
-		       ju64(c, "lines"), ju64(c, "lines_used"), ju64(c, "lines_dirty"),
-		       cli_human(ju64(c, "dirty_bytes"), b, sizeof(b)));
+		char a[32], b[32], n1[24], n2[24], n3[24];
+		snprintf(n1, sizeof(n1), "%" PRIu64, ju64(c, "lines"));
+		snprintf(n2, sizeof(n2), "%" PRIu64, ju64(c, "lines_used"));
+		snprintf(n3, sizeof(n3), "%" PRIu64, ju64(c, "lines_dirty"));
+		table_row(&ct, (const char *[]){ jstr(c, "device"),
+			cli_human(ju64(c, "line_size"), a, sizeof(a)), n1, n2, n3,
+			cli_human(ju64(c, "dirty_bytes"), b, sizeof(b)) });
 	}
+	printf("\n");
+	table_print(&ct);
 }
 
 /* stats: "key: value" lines, nested objects prefixed. */

@@ -181,11 +181,60 @@ static json_object *volume_status(tc_export *e)
 	return o;
 }
 
+/* A volume the cache @spec holds whose backing is not among the host's devices (state
+ * "no-backing"): what the cache superblock and its lines know of it. */
+static json_object *absent_status(const struct tc_inspect_volume *v, const char *spec)
+{
+	json_object *o = json_object_new_object();
+	json_object_object_add(o, "name", json_object_new_string(v->name));
+	json_object_object_add(o, "size", u64(v->size));
+	json_object_object_add(o, "state", json_object_new_string("no-backing"));
+	json_object_object_add(o, "backing", NULL);
+	json_object_object_add(o, "backing_uuid", json_object_new_string(v->backing_uuid));
+	json_object_object_add(o, "cache", json_object_new_string(spec));
+	json_object_object_add(o, "settings", ctl_settings_json(&v->settings));
+	json_object_object_add(o, "dirty_bytes", u64(v->dirty_bytes));
+	json_object_object_add(o, "cached_bytes", u64(v->cached_bytes));
+	json_object_object_add(o, "writeback_rate", u64(0));
+	json_object_object_add(o, "fallback", json_object_new_boolean(0));
+	json_object_object_add(o, "draining", json_object_new_boolean(0));
+	return o;
+}
+
+/* Calls @fn for every volume record of the host's caches whose backing is absent;
+ * stops at the first non-NULL answer and returns it. */
+static json_object *each_absent(tc_host *h, json_object *(*fn)(
+	const struct tc_inspect_volume *v, const char *spec, void *arg), void *arg)
+{
+	struct tc_inspect_volume *recs = calloc(TC_INSPECT_MAX_VOLUMES, sizeof(*recs));
+	if (!recs)
+		return NULL;
+	const char *spec;
+	tc_cache *c;
+	json_object *r = NULL;
+	for (unsigned i = 0; !r && (c = tc_host_cache_at(h, i, &spec)); i++) {
+		unsigned n = tc_cache_volumes(c, recs, TC_INSPECT_MAX_VOLUMES);
+		for (unsigned k = 0; !r && k < n; k++)
+			if (!recs[k].online)
+				r = fn(&recs[k], spec, arg);
+	}
+	free(recs);
+	return r;
+}
+
+static json_object *add_absent(const struct tc_inspect_volume *v, const char *spec,
+			       void *arg)
+{
+	json_object_array_add(arg, absent_status(v, spec));
+	return NULL;
+}
+
 static json_object *op_status(tc_host *h)
 {
 	json_object *vols = json_object_new_array();
 	for (unsigned i = 0; i < tc_host_export_count(h); i++)
 		json_object_array_add(vols, volume_status(tc_host_export_at(h, i)));
+	each_absent(h, add_absent, vols);
 	json_object *caches = json_object_new_array();
 	const char *spec;
 	tc_cache *c;
@@ -247,9 +296,32 @@ static bool req_bool(json_object *req, const char *key)
 	return json_object_object_get_ex(req, key, &v) && json_object_get_boolean(v);
 }
 
+/* stats of a volume whose backing is absent: what its cache knows, and a note. */
+static json_object *absent_stats(const struct tc_inspect_volume *v, const char *spec,
+				 void *arg)
+{
+	if (strcmp(v->name, arg))
+		return NULL;
+	json_object *o = absent_status(v, spec);
+	char note[320];
+	snprintf(note, sizeof(note), "volume \"%s\": its backing (uuid %s) is not present, so "
+		 "only what cache %s holds for it is known; the request counters exist while "
+		 "the volume is served", v->name, v->backing_uuid, spec);
+	json_object_object_add(o, "note", json_object_new_string(note));
+	return o;
+}
+
 static json_object *op_stats(tc_host *h, json_object *req)
 {
-	json_object *err = NULL;
+	json_object *err = NULL, *jv;
+	if (json_object_object_get_ex(req, "volume", &jv) &&
+	    json_object_is_type(jv, json_type_string) &&
+	    !tc_host_find(h, json_object_get_string(jv))) {
+		json_object *known = each_absent(h, absent_stats,
+						 (void *)json_object_get_string(jv));
+		if (known)
+			return ok(known);
+	}
 	tc_export *e = req_export(h, req, &err);
 	tc_volume *vol = e ? req_volume(e, &err) : NULL;
 	if (!vol)
