@@ -644,6 +644,11 @@ struct tc_volume_stats {
 	uint64_t writeback_rate;    /* bytes/s over the last second */
 	uint64_t errors;            /* requests completed with an error */
 	uint64_t cache_errors, backing_errors;
+	/* The volume's traffic on the cache device (its wear), bytes: every read and write
+	 * of its lines; of the writes, the fills of read misses (the rest are client
+	 * writes); of the reads, the cleaner's (the rest serve client reads). */
+	uint64_t cache_bytes_read, cache_bytes_written;
+	uint64_t cache_fill_bytes, cache_writeback_read_bytes;
 	bool fallback_pt;           /* pass-through after cache-device errors */
 	bool draining;              /* flush/detach/policy change in progress */
 	struct tc_dev_stats backing;/* the backing device's own counters (not reset) */
@@ -654,6 +659,7 @@ struct tc_cache_stats {
 	uint64_t line_size;
 	uint64_t dirty_bytes;
 	uint64_t commits, commit_blocks;  /* metadata commits and 4 KiB blocks written */
+	uint64_t metadata_bytes_written;  /* commit_blocks in bytes */
 	uint64_t mem_bytes_per_line;      /* metadata + index + replacement links, bytes */
 	uint64_t mem_ghost_bytes;         /* replacement ghosts, bytes total */
 	uint64_t mem_admission_bytes;     /* admission history, bytes total */

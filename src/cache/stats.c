@@ -36,6 +36,10 @@ void tc_volume_stats(tc_volume *v, struct tc_volume_stats *st)
 	st->errors = s[ST_ERRORS];
 	st->cache_errors = s[ST_CACHE_ERRORS];
 	st->backing_errors = s[ST_BACKING_ERRORS];
+	st->cache_bytes_read = s[ST_CACHE_BYTES_READ] + s[ST_CACHE_WB_READ_BYTES];
+	st->cache_bytes_written = s[ST_CACHE_BYTES_WRITTEN];
+	st->cache_fill_bytes = s[ST_CACHE_FILL_BYTES];
+	st->cache_writeback_read_bytes = s[ST_CACHE_WB_READ_BYTES];
 	st->dirty_bytes = atomic_load(&v->dirty_units) * TC_UNIT_SIZE;
 	st->cached_bytes = atomic_load(&v->valid_units) * TC_UNIT_SIZE;
 	/* The rate is published when writeback happens; two seconds without any means
@@ -86,6 +90,7 @@ void tc_cache_stats(tc_cache *c, struct tc_cache_stats *st)
 	st->dirty_bytes = dirty;
 	st->commits = atomic_load(&c->commits);
 	st->commit_blocks = atomic_load(&c->commit_blocks);
+	st->metadata_bytes_written = st->commit_blocks * TC_MD_BLOCK_SIZE;
 	size_t per_slot = 0, ghosts = 0;
 	c->repl_ops->mem(c->repl, &per_slot, &ghosts);
 	/* Line entry + hash buckets + replacement links, measured from the allocations. */
@@ -159,6 +164,14 @@ char *tc_volume_stats_json(tc_volume *v)
 	json_object_object_add(o, "fallback_pt", json_object_new_boolean(st.fallback_pt));
 	json_object_object_add(o, "draining", json_object_new_boolean(st.draining));
 	json_object_object_add(o, "backing_device", dev_stats_json(&st.backing));
+	json_object *cd = json_object_new_object();
+	add_u64(cd, "bytes_read", st.cache_bytes_read);
+	add_u64(cd, "bytes_written", st.cache_bytes_written);
+	add_u64(cd, "fill_bytes_written", st.cache_fill_bytes);
+	add_u64(cd, "client_bytes_written", st.cache_bytes_written - st.cache_fill_bytes);
+	add_u64(cd, "writeback_bytes_read", st.cache_writeback_read_bytes);
+	add_u64(cd, "client_bytes_read", st.cache_bytes_read - st.cache_writeback_read_bytes);
+	json_object_object_add(o, "cache_device", cd);
 	char *out = strdup(json_object_to_json_string_ext(o, JSON_C_TO_STRING_PRETTY));
 	json_object_put(o);
 	return out;
@@ -178,6 +191,7 @@ char *tc_cache_stats_json(tc_cache *c)
 	add_u64(o, "dirty_bytes", st.dirty_bytes);
 	add_u64(o, "commits", st.commits);
 	add_u64(o, "commit_blocks", st.commit_blocks);
+	add_u64(o, "metadata_bytes_written", st.metadata_bytes_written);
 	add_u64(o, "mem_bytes_per_line", st.mem_bytes_per_line);
 	add_u64(o, "mem_ghost_bytes", st.mem_ghost_bytes);
 	add_u64(o, "mem_admission_bytes", st.mem_admission_bytes);

@@ -248,6 +248,9 @@ static json_object *op_status(tc_host *h)
 		json_object_object_add(o, "lines_used", u64(st.lines_used));
 		json_object_object_add(o, "lines_dirty", u64(st.lines_dirty));
 		json_object_object_add(o, "dirty_bytes", u64(st.dirty_bytes));
+		json_object_object_add(o, "bytes_read", u64(st.dev.bytes_read));
+		json_object_object_add(o, "bytes_written", u64(st.dev.bytes_written));
+		json_object_object_add(o, "metadata_bytes_written", u64(st.metadata_bytes_written));
 		json_object_array_add(caches, o);
 	}
 	json_object *r = json_object_new_object();
@@ -331,6 +334,29 @@ static json_object *op_stats(tc_host *h, json_object *req)
 	free(s);
 	if (!st)
 		return ctl_error(ENOMEM, NULL);
+	/* The cache device as a whole (every volume's traffic, the cleaner's and the
+	 * metadata's): its wear. */
+	struct tc_export_info info;
+	tc_export_info(e, &info);
+	const char *spec;
+	tc_cache *c;
+	for (unsigned i = 0; info.cache && (c = tc_host_cache_at(h, i, &spec)); i++) {
+		if (strcmp(spec, info.cache))
+			continue;
+		struct tc_cache_stats cs;
+		tc_cache_stats(c, &cs);
+		json_object *o = json_object_new_object();
+		json_object_object_add(o, "device", json_object_new_string(spec));
+		json_object_object_add(o, "reads", u64(cs.dev.reads));
+		json_object_object_add(o, "writes", u64(cs.dev.writes));
+		json_object_object_add(o, "bytes_read", u64(cs.dev.bytes_read));
+		json_object_object_add(o, "bytes_written", u64(cs.dev.bytes_written));
+		json_object_object_add(o, "metadata_bytes_written",
+				       u64(cs.metadata_bytes_written));
+		json_object_object_add(o, "commits", u64(cs.commits));
+		json_object_object_add(st, "cache", o);
+		break;
+	}
 	if (req_bool(req, "reset"))
 		tc_volume_stats_reset(vol);
 	return ok(st);
