@@ -1755,7 +1755,7 @@ int cmd_bench(int argc, char **argv)
 			break;
 		case O_JSON: b->json = true; break;
 		case 'h': return cli_help(help);
-		default: return cli_usage("unknown option");
+		default: return cli_bad_option(argv);
 		}
 	}
 	if (optind != argc)

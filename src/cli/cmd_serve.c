@@ -237,7 +237,7 @@ int cmd_serve(int argc, char **argv)
 			break;
 		case 'v': verbose = true; break;
 		case 'h': return cli_help(help);
-		default: return cli_usage("unknown option");
+		default: return cli_bad_option(argv);
 		}
 	}
 	if (optind >= argc)
@@ -417,7 +417,7 @@ int cmd_debug(int argc, char **argv)
 		else if (c == 'h')
 			return cli_help(debug_help);
 		else
-			return cli_usage("unknown option");
+			return cli_bad_option(argv);
 	}
 	if (argc - optind != 1 || strcmp(argv[optind], "power-cut"))
 		return cli_usage("expected: debug power-cut");

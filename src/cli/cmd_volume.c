@@ -49,7 +49,9 @@ static const char help_attach[] =
 "SYNOPSIS\n"
 "    tiercache attach --cache DEVICE --backing DEVICE [--read-cache on|off]\n"
 "                     [--write-policy wt|wb|wa|pt] [--flush-rate low|medium|high]\n"
-"                     [--discard-dirty] [COMMON OPTIONS]\n"
+"                     [--admission always|nhit:N] [--seq-cutoff SIZE]\n"
+"                     [--fill line|sectors] [--discard-dirty]\n"
+"                     [--control PATH] [--device PATH]... [--json]\n"
 "\n"
 "DESCRIPTION\n"
 "    Brings the volume on the backing DEVICE online through the cache DEVICE.  A\n"
@@ -61,7 +63,13 @@ static const char help_attach[] =
 "    A backing written without the cache while the cache holds dirty data for it is\n"
 "    refused (the cache's copy and the backing disagree); --discard-dirty drops the\n"
 "    cache's dirty lines for it instead.  A backing attached to another cache is\n"
-"    refused.\n"
+"    refused, and so is a --cache DEVICE that is a backing or a --backing DEVICE that\n"
+"    is a cache (the two swapped).\n"
+"\n"
+"    A backing already attached to this cache (its superblock names the cache) is\n"
+"    answered \"already attached; nothing changed\" with exit status 0, live and\n"
+"    offline alike; with settings options it is refused (exit status 1): change the\n"
+"    settings of an attached volume with `tiercache set`.\n"
 "\n"
 "OPTIONS\n"
 SETTINGS_HELP
@@ -77,7 +85,8 @@ static const char help_set[] =
 "SYNOPSIS\n"
 "    tiercache set VOLUME [--read-cache on|off] [--write-policy wt|wb|wa|pt]\n"
 "                  [--flush-rate low|medium|high] [--admission always|nhit:N]\n"
-"                  [--seq-cutoff SIZE] [--fill line|sectors] [COMMON OPTIONS]\n"
+"                  [--seq-cutoff SIZE] [--fill line|sectors]\n"
+"                  [--control PATH] [--device PATH]... [--json]\n"
 "\n"
 "DESCRIPTION\n"
 "    Changes the settings of VOLUME while it serves I/O and stores them on the cache\n"
@@ -90,7 +99,7 @@ SETTINGS_HELP
 "    --admission always|nhit:N    fill a line on every read miss, or on the Nth access\n"
 "                                 (1..255) within the recent history\n"
 "    --seq-cutoff SIZE            a sequential stream this long bypasses the cache; 0\n"
-"                                 turns detection off (default 4M)\n"
+"                                 turns detection off (default 4M, at least 4K)\n"
 "    --fill line|sectors          a read miss fills the whole line, or only what was\n"
 "                                 read\n"
 "\n"
@@ -101,7 +110,7 @@ static const char help_flush[] =
 "    tiercache flush - write back every dirty byte of a volume\n"
 "\n"
 "SYNOPSIS\n"
-"    tiercache flush VOLUME [COMMON OPTIONS]\n"
+"    tiercache flush VOLUME [--control PATH] [--device PATH]... [--json]\n"
 "\n"
 "DESCRIPTION\n"
 "    Writes the volume's dirty data back to its backing, at full speed, with progress\n"
@@ -116,7 +125,8 @@ static const char help_detach[] =
 "    tiercache detach - drain a volume's dirty data and remove it from its cache\n"
 "\n"
 "SYNOPSIS\n"
-"    tiercache detach VOLUME [--discard-dirty] [COMMON OPTIONS]\n"
+"    tiercache detach VOLUME [--discard-dirty]\n"
+"                     [--control PATH] [--device PATH]... [--json]\n"
 "\n"
 "DESCRIPTION\n"
 "    Writes back every dirty byte (with progress), then removes the volume from its\n"
@@ -135,7 +145,7 @@ static const char help_status[] =
 "    tiercache status - state, policy, dirty bytes and writeback of every volume\n"
 "\n"
 "SYNOPSIS\n"
-"    tiercache status [COMMON OPTIONS]\n"
+"    tiercache status [--control PATH] [--device PATH]... [--json]\n"
 "\n"
 "DESCRIPTION\n"
 "    One line per volume: state (cached; uncached: no cache; degraded: its cache is\n"
@@ -160,7 +170,7 @@ static const char help_stats[] =
 "    tiercache stats - every engine counter of one volume\n"
 "\n"
 "SYNOPSIS\n"
-"    tiercache stats VOLUME [--reset] [COMMON OPTIONS]\n"
+"    tiercache stats VOLUME [--reset] [--control PATH] [--device PATH]... [--json]\n"
 "\n"
 "DESCRIPTION\n"
 "    Prints the volume's counters: hits, partial hits and misses per cache line for\n"
@@ -307,6 +317,10 @@ static int parse(int argc, char **argv, struct vopts *o, const char *help, unsig
 		case O_SEQ:
 			if (cli_size("--seq-cutoff", optarg, &n))
 				return TC_EXIT_USAGE;
+			if (n && n < CTL_SEQ_CUTOFF_MIN)
+				return cli_usage("--seq-cutoff: \"%s\" (%" PRIu64 " bytes) is below the "
+						 "minimum, 4K (%u bytes: the smallest cache line); 0 "
+						 "turns detection off", optarg, n, CTL_SEQ_CUTOFF_MIN);
 			json_object_object_add(o->settings, "seq_cutoff", json_object_new_uint64(n));
 			break;
 		case O_FILL:
@@ -318,7 +332,7 @@ static int parse(int argc, char **argv, struct vopts *o, const char *help, unsig
 		case O_BACKING: o->backing = optarg; break;
 		case O_DISCARD: o->discard = true; break;
 		case O_RESET: o->reset = true; break;
-		default: return cli_usage("unknown option");
+		default: return cli_bad_option(argv);
 		}
 	}
 	return 0;
@@ -606,6 +620,13 @@ static void print_detach(json_object *res, struct vopts *o)
 
 static void print_attach(json_object *res, struct vopts *o)
 {
+	json_object *aa;
+	if (json_object_object_get_ex(res, "already_attached", &aa) &&
+	    json_object_get_boolean(aa)) {
+		printf("volume \"%s\": already attached to cache %s; nothing changed\n",
+		       jstr(res, "name"), jstr(res, "cache"));
+		return;
+	}
 	printf("volume \"%s\": attached to cache %s\n", jstr(res, "name"), jstr(res, "cache"));
 	json_object *s;
 	if (json_object_object_get_ex(res, "settings", &s) && s)
@@ -709,6 +730,47 @@ int cmd_status(int argc, char **argv)
 	return finish(&o, request("status", NULL), "status", print_status);
 }
 
+static void quiet_log(void *opaque, enum tc_log_level level, const char *msg)
+{
+	(void)opaque;
+	(void)level;
+	(void)msg;
+}
+
+/* What @spec holds (read-only, without its lock: a server may hold it), or -1 when it
+ * cannot be read (the attach itself then says why). */
+static int probe_kind(tc_ctx *ctx, const char *spec, struct tc_probe *p)
+{
+	tc_dev *d;
+	if (tc_dev_open_spec(ctx, spec, TC_DEV_READONLY | TC_DEV_BUFFERED, 0, 0, &d))
+		return -1;
+	int r = tc_dev_probe(ctx, d, p);
+	tc_dev_close(d);
+	return r ? -1 : (int)p->kind;
+}
+
+/* --cache must name a cache and --backing a backing: the two swapped (or one of them
+ * wrong) is said as such, before anything is opened for writing. */
+static bool attach_kinds_ok(const char *cache, const char *backing)
+{
+	tc_ctx *ctx = cli_ctx(false);
+	tc_ctx_set_log(ctx, quiet_log, NULL, TC_LOG_ERROR);   /* probe quietly */
+	struct tc_probe pc, pb;
+	int kc = probe_kind(ctx, cache, &pc), kb = probe_kind(ctx, backing, &pb);
+	tc_ctx_free(ctx);
+	bool ok = true;
+	if (kc == TC_PROBE_BACKING) {
+		cli_err("--cache %s is a backing (of volume \"%s\"), not a cache%s", cache, pc.name,
+			kb == TC_PROBE_CACHE ? "; --cache and --backing are swapped" : "");
+		ok = false;
+	}
+	if (kb == TC_PROBE_CACHE && !(kc == TC_PROBE_BACKING)) {
+		cli_err("--backing %s is a cache, not a backing", backing);
+		ok = false;
+	}
+	return ok;
+}
+
 int cmd_attach(int argc, char **argv)
 {
 	struct vopts o;
@@ -717,6 +779,10 @@ int cmd_attach(int argc, char **argv)
 		vopts_free(&o);
 		return r < 0 ? TC_EXIT_OK : r ? r :
 		       cli_usage("attach needs --cache DEVICE and --backing DEVICE, no operands");
+	}
+	if (!attach_kinds_ok(o.cache, o.backing)) {
+		vopts_free(&o);
+		return TC_EXIT_FAIL;
 	}
 	json_object *req = request("attach", NULL);
 	/* The server runs in another folder: absolute paths. */

@@ -130,7 +130,14 @@ int ctl_settings_apply(json_object *obj, struct tc_volume_settings *s, char *why
 			s->fill = !strcmp(str, "line") ? TC_FILL_LINE : TC_FILL_SECTORS;
 		} else if (!strcmp(key, "seq_cutoff") && json_object_is_type(val, json_type_int) &&
 			   json_object_get_int64(val) >= 0) {
-			s->seq_cutoff = json_object_get_uint64(val);
+			uint64_t n = json_object_get_uint64(val);
+			if (n && n < CTL_SEQ_CUTOFF_MIN) {
+				snprintf(why, len, "settings: seq_cutoff %" PRIu64 " is below the "
+					 "minimum of %u bytes (0 turns detection off)", n,
+					 CTL_SEQ_CUTOFF_MIN);
+				return -EINVAL;
+			}
+			s->seq_cutoff = n;
 		} else {
 			snprintf(why, len, "settings: key \"%s\" with value %s is not a setting "
 				 "or out of range", key, json_object_to_json_string(val));
@@ -428,6 +435,18 @@ static json_object *op_detach(tc_host *h, json_object *req, tc_progress_fn fn,
 	return ok(o);
 }
 
+/* The kind of device @spec holds (read-only, no lock), or -1 when unreadable. */
+static int probe_spec(tc_host *h, const char *spec, struct tc_probe *p)
+{
+	tc_dev *d;
+	memset(p, 0, sizeof(*p));
+	if (tc_dev_open_spec(tc_host_ctx(h), spec, TC_DEV_READONLY | TC_DEV_BUFFERED, 0, 0, &d))
+		return -1;
+	int r = tc_dev_probe(tc_host_ctx(h), d, p);
+	tc_dev_close(d);
+	return r ? -1 : (int)p->kind;
+}
+
 static json_object *op_attach(tc_host *h, json_object *req)
 {
 	json_object *jc, *jb, *js;
@@ -437,6 +456,33 @@ static json_object *op_attach(tc_host *h, json_object *req)
 	    !json_object_is_type(jb, json_type_string))
 		return ctl_error(EINVAL, "request: \"cache\" and \"backing\" (device paths) "
 				 "are required");
+	/* Already attached to this very cache (the backing's superblock names it): the
+	 * same answer live and offline, whether or not the backing is among the devices:
+	 * nothing to do, and settings are changed by `set`, not here. */
+	struct tc_probe pb, pc;
+	if (probe_spec(h, json_object_get_string(jb), &pb) == TC_PROBE_BACKING &&
+	    probe_spec(h, json_object_get_string(jc), &pc) == TC_PROBE_CACHE &&
+	    pb.cache_uuid[0] && !strcmp(pb.cache_uuid, pc.uuid)) {
+		char msg[400];
+		if (json_object_object_get_ex(req, "settings", &js)) {
+			snprintf(msg, sizeof(msg), "volume \"%s\": already attached to cache %s; "
+				 "nothing changed: change its settings with `tiercache set`",
+				 pb.name, json_object_get_string(jc));
+			return ctl_error(EEXIST, msg);
+		}
+		tc_export *e = tc_host_find(h, pb.name);
+		json_object *o;
+		if (e) {
+			o = volume_status(e);
+		} else {
+			o = json_object_new_object();
+			json_object_object_add(o, "name", json_object_new_string(pb.name));
+			json_object_object_add(o, "cache", json_object_new_string(
+				json_object_get_string(jc)));
+		}
+		json_object_object_add(o, "already_attached", json_object_new_boolean(1));
+		return ok(o);
+	}
 	struct tc_volume_settings s, *sp = NULL;
 	if (json_object_object_get_ex(req, "settings", &js)) {
 		/* Start from the backing's stored settings: probe it. */
