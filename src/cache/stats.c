@@ -172,7 +172,8 @@ char *tc_volume_stats_json(tc_volume *v)
 	add_u64(cd, "writeback_bytes_read", st.cache_writeback_read_bytes);
 	add_u64(cd, "client_bytes_read", st.cache_bytes_read - st.cache_writeback_read_bytes);
 	json_object_object_add(o, "cache_device", cd);
-	char *out = strdup(json_object_to_json_string_ext(o, JSON_C_TO_STRING_PRETTY));
+	char *out = strdup(json_object_to_json_string_ext(o, JSON_C_TO_STRING_PRETTY |
+							    JSON_C_TO_STRING_NOSLASHESCAPE));
 	json_object_put(o);
 	return out;
 }
@@ -200,7 +201,8 @@ char *tc_cache_stats_json(tc_cache *c)
 	add_u64(o, "recovery_ns", st.recovery_ns);
 	json_object_object_add(o, "cache_device", dev_stats_json(&st.dev));
 	json_object_object_add(o, "fallback_pt", json_object_new_boolean(atomic_load(&c->failed)));
-	char *out = strdup(json_object_to_json_string_ext(o, JSON_C_TO_STRING_PRETTY));
+	char *out = strdup(json_object_to_json_string_ext(o, JSON_C_TO_STRING_PRETTY |
+							    JSON_C_TO_STRING_NOSLASHESCAPE));
 	json_object_put(o);
 	return out;
 }

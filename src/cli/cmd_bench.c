@@ -1824,7 +1824,8 @@ int cmd_bench(int argc, char **argv)
 	if (b->json) {
 		json_object_object_add(j, "elapsed_s", jnum(now_s(b)));
 		puts(json_object_to_json_string_ext(j, JSON_C_TO_STRING_PRETTY |
-						       JSON_C_TO_STRING_SPACED));
+						       JSON_C_TO_STRING_SPACED |
+						       JSON_C_TO_STRING_NOSLASHESCAPE));
 	} else {
 		print_tables(b, stdout);
 		bool nbd = false;

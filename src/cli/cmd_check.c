@@ -193,7 +193,8 @@ int cmd_check(int argc, char **argv)
 		json_object *top = json_object_new_object();
 		json_object_object_add(top, "devices", devs);
 		json_object_object_add(top, "healthy", json_object_new_boolean(all));
-		printf("%s\n", json_object_to_json_string_ext(top, JSON_C_TO_STRING_PRETTY));
+		printf("%s\n", json_object_to_json_string_ext(top, JSON_C_TO_STRING_PRETTY |
+								      JSON_C_TO_STRING_NOSLASHESCAPE));
 		json_object_put(top);
 	} else {
 		json_object_put(devs);

@@ -451,7 +451,8 @@ static void print_settings(const char *vol, json_object *s)
 
 static void print_json(json_object *o)
 {
-	printf("%s\n", json_object_to_json_string_ext(o, JSON_C_TO_STRING_PRETTY));
+	printf("%s\n", json_object_to_json_string_ext(o, JSON_C_TO_STRING_PRETTY |
+							      JSON_C_TO_STRING_NOSLASHESCAPE));
 }
 
 /* Finish a command: print the result with @print (or as JSON); exit code. */
@@ -585,7 +586,8 @@ static void print_flat(json_object *o, const char *prefix)
 			snprintf(p, sizeof(p), "%s%s.", prefix, key);
 			print_flat(val, p);
 		} else {
-			printf("%s%s: %s\n", prefix, key, json_object_to_json_string(val));
+			printf("%s%s: %s\n", prefix, key,
+			       json_object_to_json_string_ext(val, JSON_C_TO_STRING_NOSLASHESCAPE));
 		}
 	}
 }

@@ -140,7 +140,8 @@ int ctl_settings_apply(json_object *obj, struct tc_volume_settings *s, char *why
 			s->seq_cutoff = n;
 		} else {
 			snprintf(why, len, "settings: key \"%s\" with value %s is not a setting "
-				 "or out of range", key, json_object_to_json_string(val));
+				 "or out of range", key,
+				 json_object_to_json_string_ext(val, JSON_C_TO_STRING_NOSLASHESCAPE));
 			return -EINVAL;
 		}
 	}
@@ -571,7 +572,8 @@ json_object *ctl_execute(tc_host *h, json_object *req, tc_progress_fn fn, void *
 
 int ctl_send(int fd, json_object *obj)
 {
-	const char *s = json_object_to_json_string_ext(obj, JSON_C_TO_STRING_PLAIN);
+	const char *s = json_object_to_json_string_ext(obj, JSON_C_TO_STRING_PLAIN |
+						       JSON_C_TO_STRING_NOSLASHESCAPE);
 	size_t n = strlen(s);
 	char *line = malloc(n + 1);
 	if (!line)

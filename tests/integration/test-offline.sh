@@ -57,4 +57,19 @@ expect_fail 1 'volume "nosuch": no such volume' tc stats nosuch --device ssd.img
 tc status --device ssd.img --device hdd.img --json >st2.json
 [ "$(json_get st2.json volumes name=db state)" = cached ] || fail "with the backing: not cached"
 [ "$(json_get st2.json volumes name=db dirty_bytes)" -eq "$want" ] || fail "with the backing: dirty"
+# JSON prints paths as they are (no "\/"); the tables keep their columns aligned
+# whatever the length of the device names.
+tc status --device "$T/ssd.img" --device "$T/hdd.img" --json >st3.json
+grep -qF "\"$T/ssd.img\"" st3.json || { cat st3.json >&2; fail "status --json: the path is escaped"; }
+tc stats db --device "$T/ssd.img" --device "$T/hdd.img" --json | grep -qF '\/' &&
+	fail "stats --json: a path has escaped slashes"
+tc check --json "$T/ssd.img" | grep -qF '\/' && fail "check --json: a path has escaped slashes"
+tc status --device "$T/ssd.img" --device "$T/hdd.img" >st3.txt
+hdr=$(grep '^VOLUME' st3.txt) row=$(grep '^db ' st3.txt)
+[ "${hdr%%CACHE*}" != "$hdr" ] || fail "status table: no CACHE column"
+[ "$(printf '%s' "${hdr%%CACHE*}" | wc -c)" -eq "$(printf '%s' "${row%%"$T"/ssd.img*}" | wc -c)" ] ||
+	{ cat st3.txt >&2; fail "status table: the CACHE column is not aligned"; }
+chdr=$(grep '^CACHE ' st3.txt) crow=$(grep "^$T/ssd.img " st3.txt)
+[ "${#chdr}" -eq "${#crow}" ] || { cat st3.txt >&2; fail "status table: the cache columns are not aligned"; }
+
 log "offline status and stats of a volume whose backing is absent: dirty $want bytes"
