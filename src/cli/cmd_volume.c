@@ -116,7 +116,8 @@ static const char help_flush[] =
 "    Writes the volume's dirty data back to its backing, at full speed, with progress\n"
 "    on a terminal, then commits the metadata.  Writes meanwhile go write-through, so\n"
 "    the flush always ends; the write policy stays as it is afterwards.  Ctrl-C stops\n"
-"    it without harm.\n"
+"    it without harm.  A volume served uncached has nothing to flush: its backing\n"
+"    gets a FLUSH and the command succeeds.\n"
 "\n"
 COMMON_HELP;
 
@@ -184,7 +185,8 @@ static const char help_stats[] =
 "    in bytes.  --reset zeroes the counters after printing them.  A volume whose\n"
 "    backing is not among the devices (offline, --device CACHE alone) has no request\n"
 "    counters: what its cache holds is printed (size, settings, dirty and cached\n"
-"    bytes) with a note saying so.\n"
+"    bytes) with a note saying so; a volume served uncached, its state and backing\n"
+"    with a note.\n"
 "\n"
 COMMON_HELP;
 
@@ -605,6 +607,12 @@ static void print_set(json_object *res, struct vopts *o)
 static void print_flush(json_object *res, struct vopts *o)
 {
 	char a[32];
+	json_object *st;
+	if (json_object_object_get_ex(res, "state", &st)) {
+		printf("volume \"%s\": served %s, without a cache: nothing to flush (its backing "
+		       "was flushed)\n", o->volume, json_object_get_string(st));
+		return;
+	}
 	printf("flushed %s; dirty now %" PRIu64 " bytes\n",
 	       cli_human(ju64(res, "dirty_bytes_before"), a, sizeof(a)), ju64(res, "dirty_bytes"));
 }
@@ -684,6 +692,7 @@ int cmd_flush(int argc, char **argv)
 		vopts_free(&o);
 		return r < 0 ? TC_EXIT_OK : TC_EXIT_USAGE;
 	}
+	o.volume = vol;
 	char what[64];
 	snprintf(what, sizeof(what), "flushing volume \"%s\"", vol);
 	return finish(&o, request("flush", vol), what, print_flush);

@@ -334,9 +334,25 @@ static json_object *op_stats(tc_host *h, json_object *req)
 			return ok(known);
 	}
 	tc_export *e = req_export(h, req, &err);
-	tc_volume *vol = e ? req_volume(e, &err) : NULL;
-	if (!vol)
+	if (!e)
 		return err;
+	struct tc_export_info info;
+	tc_export_info(e, &info);
+	if (!info.volume) {
+		/* Served uncached: no engine counters; say what it is. */
+		json_object *o = json_object_new_object();
+		json_object_object_add(o, "name", json_object_new_string(info.name));
+		json_object_object_add(o, "state", json_object_new_string(state_name(info.state)));
+		json_object_object_add(o, "size", u64(info.size));
+		json_object_object_add(o, "backing", json_object_new_string(info.backing));
+		char note[256];
+		snprintf(note, sizeof(note), "volume \"%s\": served %s, straight to its backing: "
+			 "the engine's counters exist only for a volume attached to a cache",
+			 info.name, state_name(info.state));
+		json_object_object_add(o, "note", json_object_new_string(note));
+		return ok(o);
+	}
+	tc_volume *vol = info.volume;
 	char *s = tc_volume_stats_json(vol);
 	json_object *st = s ? json_tokener_parse(s) : NULL;
 	free(s);
@@ -344,8 +360,6 @@ static json_object *op_stats(tc_host *h, json_object *req)
 		return ctl_error(ENOMEM, NULL);
 	/* The cache device as a whole (every volume's traffic, the cleaner's and the
 	 * metadata's): its wear. */
-	struct tc_export_info info;
-	tc_export_info(e, &info);
 	const char *spec;
 	tc_cache *c;
 	for (unsigned i = 0; info.cache && (c = tc_host_cache_at(h, i, &spec)); i++) {
@@ -400,9 +414,23 @@ static json_object *op_flush(tc_host *h, json_object *req, tc_progress_fn fn, vo
 {
 	json_object *err = NULL;
 	tc_export *e = req_export(h, req, &err);
-	tc_volume *vol = e ? req_volume(e, &err) : NULL;
-	if (!vol)
+	if (!e)
 		return err;
+	struct tc_export_info info;
+	tc_export_info(e, &info);
+	if (!info.volume) {
+		/* Served uncached: no dirty data anywhere; the backing gets a FLUSH so that
+		 * what was written is durable, as the command promises. */
+		int r = tc_export_io(e, TC_OP_FLUSH, 0, NULL, 0, 0);
+		if (r)
+			return ctl_error(fail_errno(r), NULL);
+		json_object *o = json_object_new_object();
+		json_object_object_add(o, "dirty_bytes_before", u64(0));
+		json_object_object_add(o, "dirty_bytes", u64(0));
+		json_object_object_add(o, "state", json_object_new_string(state_name(info.state)));
+		return ok(o);
+	}
+	tc_volume *vol = info.volume;
 	struct tc_volume_stats st;
 	tc_volume_stats(vol, &st);
 	uint64_t before = st.dirty_bytes;
