@@ -493,6 +493,7 @@ struct tc_inspect_volume {
 	uint64_t dirty_bytes;     /* dirty data the cache holds for it, bytes */
 	uint64_t cached_bytes;    /* valid data (clean lines count only after a clean shutdown) */
 	struct tc_volume_settings settings;
+	bool online;              /* tc_cache_volumes: attached now (its backing is open) */
 };
 
 #define TC_INSPECT_MAX_VOLUMES 64
@@ -518,6 +519,14 @@ struct tc_cache_report {
  * superblock), -EUCLEAN (damage that would refuse the open: *@rep says where), -EIO.
  */
 int tc_cache_inspect(tc_ctx *ctx, tc_dev *dev, struct tc_cache_report *rep);
+
+/*
+ * tc_cache_volumes - the volume records of the open cache @cache, whether their
+ * backings are attached now or not (online), with the dirty and valid bytes its lines
+ * hold for each: what a cache holds for volumes whose backing is absent.  Fills at
+ * most @max entries of @out; returns how many.
+ */
+unsigned tc_cache_volumes(tc_cache *cache, struct tc_inspect_volume *out, unsigned max);
 
 /*
  * tc_backing_use_uncached - record on the backing @dev that it is about to be written
@@ -653,6 +662,11 @@ struct tc_volume_stats {
 	uint64_t writeback_rate;    /* bytes/s over the last second */
 	uint64_t errors;            /* requests completed with an error */
 	uint64_t cache_errors, backing_errors;
+	/* The volume's traffic on the cache device (its wear), bytes: every read and write
+	 * of its lines; of the writes, the fills of read misses (the rest are client
+	 * writes); of the reads, the cleaner's (the rest serve client reads). */
+	uint64_t cache_bytes_read, cache_bytes_written;
+	uint64_t cache_fill_bytes, cache_writeback_read_bytes;
 	bool fallback_pt;           /* pass-through after cache-device errors */
 	bool draining;              /* flush/detach/policy change in progress */
 	struct tc_dev_stats backing;/* the backing device's own counters (not reset) */
@@ -663,6 +677,7 @@ struct tc_cache_stats {
 	uint64_t line_size;
 	uint64_t dirty_bytes;
 	uint64_t commits, commit_blocks;  /* metadata commits and 4 KiB blocks written */
+	uint64_t metadata_bytes_written;  /* commit_blocks in bytes */
 	uint64_t mem_bytes_per_line;      /* metadata + index + replacement links, bytes */
 	uint64_t mem_ghost_bytes;         /* replacement ghosts, bytes total */
 	uint64_t mem_admission_bytes;     /* admission history, bytes total */

@@ -867,6 +867,45 @@ out:
 	return r;
 }
 
+/* The volume records of an open cache, online or not, with the dirty and valid bytes
+ * its lines hold for each (a racy peek at the lines: a moment of a moving state). */
+unsigned tc_cache_volumes(tc_cache *c, struct tc_inspect_volume *out, unsigned max)
+{
+	uint8_t ids[TC_MAX_VOLUMES];
+	unsigned n = 0;
+	pthread_mutex_lock(&c->sb_lock);
+	for (unsigned i = 0; i < TC_MAX_VOLUMES && n < max; i++) {
+		const struct tc_vol_rec *rec = &c->sb.vols[i];
+		if (!rec->id)
+			continue;
+		struct tc_inspect_volume *iv = &out[n];
+		memset(iv, 0, sizeof(*iv));
+		snprintf(iv->name, sizeof(iv->name), "%s", rec->name);
+		tc_fmt_uuid_str(rec->backing_uuid, iv->backing_uuid);
+		iv->size = rec->size;
+		iv->settings = rec->settings;
+		ids[n++] = rec->id;
+	}
+	pthread_mutex_unlock(&c->sb_lock);
+	pthread_mutex_lock(&c->mgmt_lock);
+	for (unsigned k = 0; k < n; k++)
+		out[k].online = c->vols[ids[k]] != NULL;
+	pthread_mutex_unlock(&c->mgmt_lock);
+	for (uint32_t s = 0; s < c->nslots; s++) {
+		struct tc_line l = tc_line_peek(&c->lines[s]);
+		if (!l.vol)
+			continue;
+		for (unsigned k = 0; k < n; k++) {
+			if (ids[k] != l.vol)
+				continue;
+			out[k].dirty_bytes += (uint64_t)tc_popcount16(l.dirty) * TC_UNIT_SIZE;
+			out[k].cached_bytes += (uint64_t)tc_popcount16(l.valid) * TC_UNIT_SIZE;
+			break;
+		}
+	}
+	return n;
+}
+
 /* ---- attach ----------------------------------------------------------------------- */
 
 static void vol_count_lines(struct tc_cache *c, struct tc_volume *v)

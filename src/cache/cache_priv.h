@@ -136,7 +136,11 @@ enum {
 	ST_WRITE_MISSES, ST_READS, ST_WRITES, ST_FLUSHES, ST_DISCARDS, ST_WRITE_ZEROES,
 	ST_BYTES_READ, ST_BYTES_WRITTEN, ST_PROMOTIONS, ST_EVICTIONS, ST_BYPASS_SEQ,
 	ST_BYPASS_ADMIT, ST_BYPASS_BYTES, ST_WB_BYTES, ST_WB_IOS, ST_ERRORS,
-	ST_CACHE_ERRORS, ST_BACKING_ERRORS, ST__COUNT
+	ST_CACHE_ERRORS, ST_BACKING_ERRORS,
+	/* The volume's traffic on the cache device (its wear): every slot read and write,
+	 * and of those the fills of read misses and the cleaner's reads. */
+	ST_CACHE_BYTES_READ, ST_CACHE_BYTES_WRITTEN, ST_CACHE_FILL_BYTES, ST_CACHE_WB_READ_BYTES,
+	ST__COUNT
 };
 _Static_assert(ST__COUNT <= 32, "stats array");
 

@@ -118,6 +118,7 @@ static void batch_read(struct tc_cache *c)
 		struct iovec *v = &cl->iovs[i];
 		v->iov_base = ln->buf + lo * TC_UNIT_SIZE;
 		v->iov_len = (hi - lo) * TC_UNIT_SIZE;
+		tc_stat_add(cl->vol, ST_CACHE_WB_READ_BYTES, v->iov_len);   /* cache-device counters */
 		batch_submit(c, &nio, c->dev, TC_OP_READ,
 			     c->sb.data_offset + (uint64_t)ln->slot * c->line_size +
 			     lo * TC_UNIT_SIZE, v, 1, v->iov_len);

@@ -224,6 +224,9 @@ static void sub_io(struct tc_sub *s, bool on_cache, uint8_t op, uint8_t flags, u
 	io->done = sub_io_done;
 	io->private_data = s;
 	s->io_on_cache[s->nios - 1] = on_cache;
+	if (on_cache && (op == TC_OP_READ || op == TC_OP_WRITE))   /* cache-device counters */
+		tc_stat_add(s->vol, op == TC_OP_WRITE ? ST_CACHE_BYTES_WRITTEN :
+			    ST_CACHE_BYTES_READ, len);
 	atomic_fetch_add(&s->pending, 1);
 	tc_dev_submit(on_cache ? s->c->dev : s->vol->backing, io);
 }
@@ -1004,8 +1007,11 @@ static void step_miss_fill(struct tc_sub *s)
 	if (atomic_load(&s->c->failed))
 		s->fill = 0;
 	round_begin(s);
-	if (s->fill)
+	if (s->fill) {
+		tc_stat_add(s->vol, ST_CACHE_FILL_BYTES,   /* cache-device counters */
+			    (uint64_t)tc_popcount16(s->fill) * TC_UNIT_SIZE);
 		sub_slot_runs(s, s->fill, true, 0);
+	}
 	round_end(s);
 }
 

@@ -36,6 +36,10 @@ void tc_volume_stats(tc_volume *v, struct tc_volume_stats *st)
 	st->errors = s[ST_ERRORS];
 	st->cache_errors = s[ST_CACHE_ERRORS];
 	st->backing_errors = s[ST_BACKING_ERRORS];
+	st->cache_bytes_read = s[ST_CACHE_BYTES_READ] + s[ST_CACHE_WB_READ_BYTES];
+	st->cache_bytes_written = s[ST_CACHE_BYTES_WRITTEN];
+	st->cache_fill_bytes = s[ST_CACHE_FILL_BYTES];
+	st->cache_writeback_read_bytes = s[ST_CACHE_WB_READ_BYTES];
 	st->dirty_bytes = atomic_load(&v->dirty_units) * TC_UNIT_SIZE;
 	st->cached_bytes = atomic_load(&v->valid_units) * TC_UNIT_SIZE;
 	/* The rate is published when writeback happens; two seconds without any means
@@ -61,14 +65,32 @@ void tc_cache_stats(tc_cache *c, struct tc_cache_stats *st)
 	st->lines_dirty = atomic_load(&c->dirty_lines);
 	st->line_size = c->line_size;
 	uint64_t dirty = 0;
+	unsigned online = 0, records = 0;
 	pthread_mutex_lock(&c->mgmt_lock);
 	for (unsigned i = 1; i <= TC_MAX_VOLUMES; i++)
-		if (c->vols[i])
+		if (c->vols[i]) {
 			dirty += atomic_load(&c->vols[i]->dirty_units) * TC_UNIT_SIZE;
+			online++;
+		}
 	pthread_mutex_unlock(&c->mgmt_lock);
+	pthread_mutex_lock(&c->sb_lock);
+	for (unsigned i = 0; i < TC_MAX_VOLUMES; i++)
+		records += c->sb.vols[i].id != 0;
+	pthread_mutex_unlock(&c->sb_lock);
+	if (records > online) {
+		/* Volumes whose backing is absent keep their dirty lines too: count them from
+		 * the lines (only then: a scan of every line). */
+		struct tc_inspect_volume *recs = calloc(TC_MAX_VOLUMES, sizeof(*recs));
+		unsigned n = recs ? tc_cache_volumes(c, recs, TC_MAX_VOLUMES) : 0;
+		for (unsigned i = 0; i < n; i++)
+			if (!recs[i].online)
+				dirty += recs[i].dirty_bytes;
+		free(recs);
+	}
 	st->dirty_bytes = dirty;
 	st->commits = atomic_load(&c->commits);
 	st->commit_blocks = atomic_load(&c->commit_blocks);
+	st->metadata_bytes_written = st->commit_blocks * TC_MD_BLOCK_SIZE;
 	size_t per_slot = 0, ghosts = 0;
 	c->repl_ops->mem(c->repl, &per_slot, &ghosts);
 	/* Line entry + hash buckets + replacement links, measured from the allocations. */
@@ -145,7 +167,16 @@ char *tc_volume_stats_json(tc_volume *v)
 	json_object_object_add(o, "fallback_pt", json_object_new_boolean(st.fallback_pt));
 	json_object_object_add(o, "draining", json_object_new_boolean(st.draining));
 	json_object_object_add(o, "backing_device", dev_stats_json(&st.backing));
-	char *out = strdup(json_object_to_json_string_ext(o, JSON_C_TO_STRING_PRETTY));
+	json_object *cd = json_object_new_object();
+	add_u64(cd, "bytes_read", st.cache_bytes_read);
+	add_u64(cd, "bytes_written", st.cache_bytes_written);
+	add_u64(cd, "fill_bytes_written", st.cache_fill_bytes);
+	add_u64(cd, "client_bytes_written", st.cache_bytes_written - st.cache_fill_bytes);
+	add_u64(cd, "writeback_bytes_read", st.cache_writeback_read_bytes);
+	add_u64(cd, "client_bytes_read", st.cache_bytes_read - st.cache_writeback_read_bytes);
+	json_object_object_add(o, "cache_device", cd);
+	char *out = strdup(json_object_to_json_string_ext(o, JSON_C_TO_STRING_PRETTY |
+							    JSON_C_TO_STRING_NOSLASHESCAPE));
 	json_object_put(o);
 	return out;
 }
@@ -164,6 +195,7 @@ char *tc_cache_stats_json(tc_cache *c)
 	add_u64(o, "dirty_bytes", st.dirty_bytes);
 	add_u64(o, "commits", st.commits);
 	add_u64(o, "commit_blocks", st.commit_blocks);
+	add_u64(o, "metadata_bytes_written", st.metadata_bytes_written);
 	add_u64(o, "mem_bytes_per_line", st.mem_bytes_per_line);
 	add_u64(o, "mem_ghost_bytes", st.mem_ghost_bytes);
 	add_u64(o, "mem_admission_bytes", st.mem_admission_bytes);
@@ -175,7 +207,8 @@ char *tc_cache_stats_json(tc_cache *c)
 	add_u64(o, "recovery_ns", st.recovery_ns);
 	json_object_object_add(o, "cache_device", dev_stats_json(&st.dev));
 	json_object_object_add(o, "fallback_pt", json_object_new_boolean(atomic_load(&c->failed)));
-	char *out = strdup(json_object_to_json_string_ext(o, JSON_C_TO_STRING_PRETTY));
+	char *out = strdup(json_object_to_json_string_ext(o, JSON_C_TO_STRING_PRETTY |
+							    JSON_C_TO_STRING_NOSLASHESCAPE));
 	json_object_put(o);
 	return out;
 }

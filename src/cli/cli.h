@@ -53,6 +53,11 @@ void cli_err(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 void cli_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* cli_usage - a bad-usage message plus a pointer to --help; returns TC_EXIT_USAGE. */
 int cli_usage(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/* cli_bad_option - after getopt_long() returned '?': one usage message naming the
+ * option (unknown, or missing its argument); returns TC_EXIT_USAGE.  getopt's own
+ * message is off (opterr = 0, set by main). */
+int cli_bad_option(char **argv);
 /* cli_help - print @text (a subcommand's manual) to stdout; returns TC_EXIT_OK. */
 int cli_help(const char *text);
 

@@ -3,6 +3,7 @@
  * cmd_check.c - `tiercache check DEVICE...`: read every superblock and metadata block
  * copy without writing, and report what is damaged and what a start would recover.
  */
+#include <errno.h>
 #include <getopt.h>
 #include <inttypes.h>
 #include <stdlib.h>
@@ -61,8 +62,10 @@ static bool check_one(tc_ctx *ctx, const char *spec, json_object *o, bool print)
 	int r = tc_dev_open_spec(ctx, spec, TC_DEV_READONLY | TC_DEV_BUFFERED, 0, 0, &dev);
 	if (r) {
 		json_object_object_add(o, "error", json_object_new_string(strerror(-r)));
-		if (print)
-			printf("%s: cannot open: %s\n", spec, strerror(-r));
+		/* The library said why (on stderr); only a failure it did not name is
+		 * reported here. */
+		if (r == -ENOMEM)
+			cli_err("%s: cannot open: %s", spec, strerror(-r));
 		return false;
 	}
 	struct tc_cache_report *rep = calloc(1, sizeof(*rep));
@@ -176,7 +179,7 @@ int cmd_check(int argc, char **argv)
 		else if (c == 'h')
 			return cli_help(help);
 		else
-			return cli_usage("unknown option");
+			return cli_bad_option(argv);
 	}
 	if (optind >= argc)
 		return cli_usage("no DEVICE given");
@@ -192,7 +195,8 @@ int cmd_check(int argc, char **argv)
 		json_object *top = json_object_new_object();
 		json_object_object_add(top, "devices", devs);
 		json_object_object_add(top, "healthy", json_object_new_boolean(all));
-		printf("%s\n", json_object_to_json_string_ext(top, JSON_C_TO_STRING_PRETTY));
+		printf("%s\n", json_object_to_json_string_ext(top, JSON_C_TO_STRING_PRETTY |
+								      JSON_C_TO_STRING_NOSLASHESCAPE));
 		json_object_put(top);
 	} else {
 		json_object_put(devs);

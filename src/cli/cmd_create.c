@@ -244,7 +244,7 @@ int cmd_create(int argc, char **argv)
 			break;
 		case 'h':
 		case OPT_HELP: return cli_help(help);
-		default: return cli_usage("unknown option");
+		default: return cli_bad_option(argv);
 		}
 	}
 	if (argc - optind != 2)

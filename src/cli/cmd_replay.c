@@ -934,6 +934,11 @@ static int parse_args(int argc, char **argv, struct ropts *o)
 		case O_SEQ:
 			if (cli_size("--seq-cutoff", optarg, &o->seq_cutoff))
 				return -1;
+			if (o->seq_cutoff && o->seq_cutoff < 4096)
+				return cli_usage("--seq-cutoff: \"%s\" (%" PRIu64 " bytes) is below "
+						 "the minimum, 4K (4096 bytes: the smallest cache "
+						 "line); 0 turns detection off", optarg,
+						 o->seq_cutoff), -1;
 			o->seq_cutoff_set = true;
 			break;
 		case O_DEVS:
@@ -975,7 +980,7 @@ static int parse_args(int argc, char **argv, struct ropts *o)
 		case ':':
 			return cli_usage("option %s needs a value", argv[optind - 1]), -1;
 		default:
-			return cli_usage("unknown option %s", argv[optind - 1]), -1;
+			return cli_bad_option(argv), -1;
 		}
 	}
 	if (optind >= argc)

@@ -51,7 +51,11 @@ static const char help[] =
 "    HDD or SSD, see profiles/README.md).  Every device is locked while served.\n"
 "\n"
 "    The volume commands (status, stats, set, flush, detach, attach) reach the server\n"
-"    through its control socket.  SIGTERM or SIGINT stops it within seconds however\n"
+"    through its control socket.  --socket, --control and --log each move only their\n"
+"    own path: --socket alone keeps the control socket and the log at their defaults\n"
+"    in /run/tiercache/, which every server of the host shares; a second server needs\n"
+"    its own --control (and --log), and the volume commands name it with the same\n"
+"    --control PATH.  SIGTERM or SIGINT stops it within seconds however\n"
 "    much dirty data there is: requests in flight complete, metadata is committed, the\n"
 "    dirty data stays in the cache for the next start, the sockets are removed.\n"
 "\n"
@@ -254,7 +258,7 @@ int cmd_serve(int argc, char **argv)
 			break;
 		case 'v': verbose = true; break;
 		case 'h': return cli_help(help);
-		default: return cli_usage("unknown option");
+		default: return cli_bad_option(argv);
 		}
 	}
 	if (optind >= argc)
@@ -360,8 +364,10 @@ int cmd_serve(int argc, char **argv)
 	}
 	off_t log_start = lseek(lfd, 0, SEEK_END);
 	/* Double fork: the server's parent is gone before it starts, so nothing ties its
-	 * life to this command (nbdkit may ask to die with its parent).  The pipe brings
-	 * back its pid. */
+	 * life to this command.  nbdkit asks to die with its parent (PR_SET_PDEATHSIG), so
+	 * the grandchild waits until the middle process has exited and it has been
+	 * reparented before it runs nbdkit: a late exit of the middle process would kill
+	 * the new server silently.  The pipe brings back its pid. */
 	int pp[2];
 	if (pipe2(pp, O_CLOEXEC) < 0) {
 		cli_err("pipe: %s", strerror(errno));
@@ -374,11 +380,16 @@ int cmd_serve(int argc, char **argv)
 	}
 	if (mid == 0) {
 		setsid();
+		pid_t me = getpid();
 		pid_t pid = fork();
 		if (pid != 0) {
 			ssize_t w = write(pp[1], &pid, sizeof(pid));
 			_exit(w == sizeof(pid) ? 0 : 1);
 		}
+		/* Reparented once the middle process is gone (its exit sends the parent-death
+		 * signals before the new parent shows; 10 s is far more than its exit takes). */
+		for (int i = 0; getppid() == me && i < 10000; i++)
+			nanosleep(&(struct timespec){ .tv_nsec = 1000000 }, NULL);
 		int nul = open("/dev/null", O_RDWR);
 		dup2(nul, 0);
 		dup2(lfd, 1);
@@ -437,7 +448,7 @@ int cmd_debug(int argc, char **argv)
 		else if (c == 'h')
 			return cli_help(debug_help);
 		else
-			return cli_usage("unknown option");
+			return cli_bad_option(argv);
 	}
 	if (argc - optind != 1 || strcmp(argv[optind], "power-cut"))
 		return cli_usage("expected: debug power-cut");

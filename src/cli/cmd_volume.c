@@ -49,7 +49,9 @@ static const char help_attach[] =
 "SYNOPSIS\n"
 "    tiercache attach --cache DEVICE --backing DEVICE [--read-cache on|off]\n"
 "                     [--write-policy wt|wb|wa|pt] [--flush-rate low|medium|high]\n"
-"                     [--discard-dirty] [COMMON OPTIONS]\n"
+"                     [--admission always|nhit:N] [--seq-cutoff SIZE]\n"
+"                     [--fill line|sectors] [--discard-dirty]\n"
+"                     [--control PATH] [--device PATH]... [--json]\n"
 "\n"
 "DESCRIPTION\n"
 "    Brings the volume on the backing DEVICE online through the cache DEVICE.  A\n"
@@ -61,7 +63,13 @@ static const char help_attach[] =
 "    A backing written without the cache while the cache holds dirty data for it is\n"
 "    refused (the cache's copy and the backing disagree); --discard-dirty drops the\n"
 "    cache's dirty lines for it instead.  A backing attached to another cache is\n"
-"    refused.\n"
+"    refused, and so is a --cache DEVICE that is a backing or a --backing DEVICE that\n"
+"    is a cache (the two swapped).\n"
+"\n"
+"    A backing already attached to this cache (its superblock names the cache) is\n"
+"    answered \"already attached; nothing changed\" with exit status 0, live and\n"
+"    offline alike; with settings options it is refused (exit status 1): change the\n"
+"    settings of an attached volume with `tiercache set`.\n"
 "\n"
 "OPTIONS\n"
 SETTINGS_HELP
@@ -77,7 +85,8 @@ static const char help_set[] =
 "SYNOPSIS\n"
 "    tiercache set VOLUME [--read-cache on|off] [--write-policy wt|wb|wa|pt]\n"
 "                  [--flush-rate low|medium|high] [--admission always|nhit:N]\n"
-"                  [--seq-cutoff SIZE] [--fill line|sectors] [COMMON OPTIONS]\n"
+"                  [--seq-cutoff SIZE] [--fill line|sectors]\n"
+"                  [--control PATH] [--device PATH]... [--json]\n"
 "\n"
 "DESCRIPTION\n"
 "    Changes the settings of VOLUME while it serves I/O and stores them on the cache\n"
@@ -90,7 +99,7 @@ SETTINGS_HELP
 "    --admission always|nhit:N    fill a line on every read miss, or on the Nth access\n"
 "                                 (1..255) within the recent history\n"
 "    --seq-cutoff SIZE            a sequential stream this long bypasses the cache; 0\n"
-"                                 turns detection off (default 4M)\n"
+"                                 turns detection off (default 4M, at least 4K)\n"
 "    --fill line|sectors          a read miss fills the whole line, or only what was\n"
 "                                 read\n"
 "\n"
@@ -101,13 +110,14 @@ static const char help_flush[] =
 "    tiercache flush - write back every dirty byte of a volume\n"
 "\n"
 "SYNOPSIS\n"
-"    tiercache flush VOLUME [COMMON OPTIONS]\n"
+"    tiercache flush VOLUME [--control PATH] [--device PATH]... [--json]\n"
 "\n"
 "DESCRIPTION\n"
 "    Writes the volume's dirty data back to its backing, at full speed, with progress\n"
 "    on a terminal, then commits the metadata.  Writes meanwhile go write-through, so\n"
 "    the flush always ends; the write policy stays as it is afterwards.  Ctrl-C stops\n"
-"    it without harm.\n"
+"    it without harm.  A volume served uncached has nothing to flush: its backing\n"
+"    gets a FLUSH and the command succeeds.\n"
 "\n"
 COMMON_HELP;
 
@@ -116,7 +126,8 @@ static const char help_detach[] =
 "    tiercache detach - drain a volume's dirty data and remove it from its cache\n"
 "\n"
 "SYNOPSIS\n"
-"    tiercache detach VOLUME [--discard-dirty] [COMMON OPTIONS]\n"
+"    tiercache detach VOLUME [--discard-dirty]\n"
+"                     [--control PATH] [--device PATH]... [--json]\n"
 "\n"
 "DESCRIPTION\n"
 "    Writes back every dirty byte (with progress), then removes the volume from its\n"
@@ -135,17 +146,21 @@ static const char help_status[] =
 "    tiercache status - state, policy, dirty bytes and writeback of every volume\n"
 "\n"
 "SYNOPSIS\n"
-"    tiercache status [COMMON OPTIONS]\n"
+"    tiercache status [--control PATH] [--device PATH]... [--json]\n"
 "\n"
 "DESCRIPTION\n"
 "    One line per volume: state (cached; uncached: no cache; degraded: its cache is\n"
-"    missing or failed), write policy, read cache, flush rate, dirty bytes, writeback\n"
-"    rate over the last second, fallback (pass-through after cache-device errors),\n"
-"    and the cache; then one line per cache.\n"
+"    missing or failed; no-backing: a cache holds the volume but its backing device\n"
+"    is not among the devices, so only what the cache knows is shown), write policy,\n"
+"    read cache, flush rate, dirty bytes, writeback rate over the last second,\n"
+"    fallback (pass-through after cache-device errors), and the cache; then one line\n"
+"    per cache.  Given only a cache with --device, every volume it holds is listed,\n"
+"    with the dirty bytes it keeps for each.\n"
 "\n"
 "JSON\n"
 "    {\"volumes\": [{\"name\", \"size\", \"state\", \"backing\", \"cache\", \"settings\",\n"
 "    \"dirty_bytes\", \"cached_bytes\", \"writeback_rate\", \"fallback\", \"draining\"}],\n"
+"    (no-backing volumes: \"backing\" null and \"backing_uuid\"),\n"
 "    \"caches\": [{\"device\", \"line_size\", \"lines\", \"lines_used\", \"lines_dirty\",\n"
 "    \"dirty_bytes\"}]}; sizes in bytes, rates in bytes per second.\n"
 "\n"
@@ -156,14 +171,22 @@ static const char help_stats[] =
 "    tiercache stats - every engine counter of one volume\n"
 "\n"
 "SYNOPSIS\n"
-"    tiercache stats VOLUME [--reset] [COMMON OPTIONS]\n"
+"    tiercache stats VOLUME [--reset] [--control PATH] [--device PATH]... [--json]\n"
 "\n"
 "DESCRIPTION\n"
 "    Prints the volume's counters: hits, partial hits and misses per cache line for\n"
 "    reads and writes, client requests and bytes, promotions, evictions, sequential\n"
 "    and admission bypasses, dirty and cached bytes, writeback bytes, I/Os and rate,\n"
-"    errors, and the backing device's own counters.  Keys are snake_case; bytes are\n"
-"    in bytes.  --reset zeroes the counters after printing them.\n"
+"    errors, the backing device's own counters, the volume's traffic on the cache\n"
+"    device (cache_device: bytes read and written, the writes split into fills of\n"
+"    read misses and client writes, the reads into the cleaner's and client reads),\n"
+"    and the cache device as a whole (cache: every volume's traffic, the cleaner's\n"
+"    and the metadata commits: its wear).  Keys are snake_case; bytes are\n"
+"    in bytes.  --reset zeroes the counters after printing them.  A volume whose\n"
+"    backing is not among the devices (offline, --device CACHE alone) has no request\n"
+"    counters: what its cache holds is printed (size, settings, dirty and cached\n"
+"    bytes) with a note saying so; a volume served uncached, its state and backing\n"
+"    with a note.\n"
 "\n"
 COMMON_HELP;
 
@@ -296,6 +319,10 @@ static int parse(int argc, char **argv, struct vopts *o, const char *help, unsig
 		case O_SEQ:
 			if (cli_size("--seq-cutoff", optarg, &n))
 				return TC_EXIT_USAGE;
+			if (n && n < CTL_SEQ_CUTOFF_MIN)
+				return cli_usage("--seq-cutoff: \"%s\" (%" PRIu64 " bytes) is below the "
+						 "minimum, 4K (%u bytes: the smallest cache line); 0 "
+						 "turns detection off", optarg, n, CTL_SEQ_CUTOFF_MIN);
 			json_object_object_add(o->settings, "seq_cutoff", json_object_new_uint64(n));
 			break;
 		case O_FILL:
@@ -307,7 +334,7 @@ static int parse(int argc, char **argv, struct vopts *o, const char *help, unsig
 		case O_BACKING: o->backing = optarg; break;
 		case O_DISCARD: o->discard = true; break;
 		case O_RESET: o->reset = true; break;
-		default: return cli_usage("unknown option");
+		default: return cli_bad_option(argv);
 		}
 	}
 	return 0;
@@ -426,7 +453,8 @@ static void print_settings(const char *vol, json_object *s)
 
 static void print_json(json_object *o)
 {
-	printf("%s\n", json_object_to_json_string_ext(o, JSON_C_TO_STRING_PRETTY));
+	printf("%s\n", json_object_to_json_string_ext(o, JSON_C_TO_STRING_PRETTY |
+							      JSON_C_TO_STRING_NOSLASHESCAPE));
 }
 
 /* Finish a command: print the result with @print (or as JSON); exit code. */
@@ -448,7 +476,51 @@ static int finish(struct vopts *o, json_object *req, const char *what,
 	return rc;
 }
 
-static void print_volume_line(json_object *v)
+/* A table whose column widths come from its content: cells are copied in, then
+ * printed with each column as wide as its widest cell (right-aligned columns: @right,
+ * a bit per column). */
+#define TABLE_COLS 10
+struct table {
+	unsigned ncols, nrows, right;
+	char *(*cells)[TABLE_COLS];
+	int width[TABLE_COLS];
+};
+
+static void table_row(struct table *t, const char *const *cells)
+{
+	void *nc = realloc(t->cells, (t->nrows + 1) * sizeof(*t->cells));
+	if (!nc)
+		return;
+	t->cells = nc;
+	for (unsigned i = 0; i < t->ncols; i++) {
+		t->cells[t->nrows][i] = strdup(cells[i] ? cells[i] : "-");
+		int w = t->cells[t->nrows][i] ? (int)strlen(t->cells[t->nrows][i]) : 0;
+		if (w > t->width[i])
+			t->width[i] = w;
+	}
+	t->nrows++;
+}
+
+static void table_print(struct table *t)
+{
+	for (unsigned r = 0; r < t->nrows; r++) {
+		for (unsigned i = 0; i < t->ncols; i++) {
+			const char *c = t->cells[r][i] ? t->cells[r][i] : "";
+			bool last = i + 1 == t->ncols;
+			if (t->right & (1u << i))
+				printf("%*s", t->width[i], c);
+			else
+				printf("%-*s", last ? 0 : t->width[i], c);
+			fputs(last ? "\n" : "  ", stdout);
+			free(t->cells[r][i]);
+		}
+	}
+	free(t->cells);
+	t->cells = NULL;
+	t->nrows = 0;
+}
+
+static void status_volume_row(struct table *t, json_object *v)
 {
 	char a[32], b[32], c[32], rate[40];
 	json_object *s, *fb;
@@ -457,14 +529,17 @@ static void print_volume_line(json_object *v)
 	json_object *rc = NULL;
 	if (has)
 		json_object_object_get_ex(s, "read_cache", &rc);
+	bool absent = !strcmp(jstr(v, "state"), "no-backing");
 	snprintf(rate, sizeof(rate), "%s/s", cli_human(ju64(v, "writeback_rate"), c, sizeof(c)));
-	printf("%-16s %10s %-9s %-6s %-4s %-7s %10s %12s %-8s %s\n", jstr(v, "name"),
-	       cli_human(ju64(v, "size"), a, sizeof(a)), jstr(v, "state"),
-	       has ? jstr(s, "write_policy") : "-",
-	       has ? (json_object_get_boolean(rc) ? "on" : "off") : "-",
-	       has ? jstr(s, "flush_rate") : "-", cli_human(ju64(v, "dirty_bytes"), b, sizeof(b)),
-	       has ? rate : "-",
-	       json_object_get_boolean(fb) ? "yes" : "no", jstr(v, "cache"));
+	const char *row[] = {
+		jstr(v, "name"), cli_human(ju64(v, "size"), a, sizeof(a)), jstr(v, "state"),
+		has ? jstr(s, "write_policy") : "-",
+		has ? (json_object_get_boolean(rc) ? "on" : "off") : "-",
+		has ? jstr(s, "flush_rate") : "-", cli_human(ju64(v, "dirty_bytes"), b, sizeof(b)),
+		has && !absent ? rate : "-", json_object_get_boolean(fb) ? "yes" : "no",
+		jstr(v, "cache"),
+	};
+	table_row(t, row);
 }
 
 static void print_status(json_object *res, struct vopts *o)
@@ -472,21 +547,36 @@ static void print_status(json_object *res, struct vopts *o)
 	json_object *vols, *caches;
 	json_object_object_get_ex(res, "volumes", &vols);
 	json_object_object_get_ex(res, "caches", &caches);
-	printf("%-16s %10s %-9s %-6s %-4s %-7s %10s %12s %-8s %s\n", "VOLUME", "SIZE", "STATE",
-	       "POLICY", "READ", "FLUSH", "DIRTY", "WRITEBACK", "FALLBACK", "CACHE");
-	for (size_t i = 0; i < json_object_array_length(vols); i++)
-		print_volume_line(json_object_array_get_idx(vols, i));
-	if (json_object_array_length(caches))
-		printf("\n%-24s %10s %12s %12s %12s %10s\n", "CACHE", "LINE", "LINES", "USED",
-		       "DIRTY LINES", "DIRTY");
+	struct table t = { .ncols = 10, .right = 1u << 1 | 1u << 6 | 1u << 7 };
+	table_row(&t, (const char *[]){ "VOLUME", "SIZE", "STATE", "POLICY", "READ", "FLUSH",
+					"DIRTY", "WRITEBACK", "FALLBACK", "CACHE" });
+	bool absent = false;
+	for (size_t i = 0; i < json_object_array_length(vols); i++) {
+		json_object *v = json_object_array_get_idx(vols, i);
+		status_volume_row(&t, v);
+		absent |= !strcmp(jstr(v, "state"), "no-backing");
+	}
+	table_print(&t);
+	if (absent)
+		printf("(no-backing: the cache holds the volume, but its backing device is not "
+		       "present; give it with --device, or serve it)\n");
+	if (!json_object_array_length(caches))
+		return;
+	struct table ct = { .ncols = 6, .right = 0x3eu };
+	table_row(&ct, (const char *[]){ "CACHE", "LINE", "LINES", "USED", "DIRTY LINES",
+					 "DIRTY" });
 	for (size_t i = 0; i < json_object_array_length(caches); i++) {
 		json_object *c = json_object_array_get_idx(caches, i);
-		char a[32], b[32];
-		printf("%-24s %10s %12" PRIu64 " %12" PRIu64 " %12" PRIu64 " %10s\n",
-		       jstr(c, "device"), cli_human(ju64(c, "line_size"), a, sizeof(a)),
-		       ju64(c, "lines"), ju64(c, "lines_used"), ju64(c, "lines_dirty"),
-		       cli_human(ju64(c, "dirty_bytes"), b, sizeof(b)));
+		char a[32], b[32], n1[24], n2[24], n3[24];
+		snprintf(n1, sizeof(n1), "%" PRIu64, ju64(c, "lines"));
+		snprintf(n2, sizeof(n2), "%" PRIu64, ju64(c, "lines_used"));
+		snprintf(n3, sizeof(n3), "%" PRIu64, ju64(c, "lines_dirty"));
+		table_row(&ct, (const char *[]){ jstr(c, "device"),
+			cli_human(ju64(c, "line_size"), a, sizeof(a)), n1, n2, n3,
+			cli_human(ju64(c, "dirty_bytes"), b, sizeof(b)) });
 	}
+	printf("\n");
+	table_print(&ct);
 }
 
 /* stats: "key: value" lines, nested objects prefixed. */
@@ -498,7 +588,8 @@ static void print_flat(json_object *o, const char *prefix)
 			snprintf(p, sizeof(p), "%s%s.", prefix, key);
 			print_flat(val, p);
 		} else {
-			printf("%s%s: %s\n", prefix, key, json_object_to_json_string(val));
+			printf("%s%s: %s\n", prefix, key,
+			       json_object_to_json_string_ext(val, JSON_C_TO_STRING_NOSLASHESCAPE));
 		}
 	}
 }
@@ -516,6 +607,12 @@ static void print_set(json_object *res, struct vopts *o)
 static void print_flush(json_object *res, struct vopts *o)
 {
 	char a[32];
+	json_object *st;
+	if (json_object_object_get_ex(res, "state", &st)) {
+		printf("volume \"%s\": served %s, without a cache: nothing to flush (its backing "
+		       "was flushed)\n", o->volume, json_object_get_string(st));
+		return;
+	}
 	printf("flushed %s; dirty now %" PRIu64 " bytes\n",
 	       cli_human(ju64(res, "dirty_bytes_before"), a, sizeof(a)), ju64(res, "dirty_bytes"));
 }
@@ -533,6 +630,13 @@ static void print_detach(json_object *res, struct vopts *o)
 
 static void print_attach(json_object *res, struct vopts *o)
 {
+	json_object *aa;
+	if (json_object_object_get_ex(res, "already_attached", &aa) &&
+	    json_object_get_boolean(aa)) {
+		printf("volume \"%s\": already attached to cache %s; nothing changed\n",
+		       jstr(res, "name"), jstr(res, "cache"));
+		return;
+	}
 	printf("volume \"%s\": attached to cache %s\n", jstr(res, "name"), jstr(res, "cache"));
 	json_object *s;
 	if (json_object_object_get_ex(res, "settings", &s) && s)
@@ -588,6 +692,7 @@ int cmd_flush(int argc, char **argv)
 		vopts_free(&o);
 		return r < 0 ? TC_EXIT_OK : TC_EXIT_USAGE;
 	}
+	o.volume = vol;
 	char what[64];
 	snprintf(what, sizeof(what), "flushing volume \"%s\"", vol);
 	return finish(&o, request("flush", vol), what, print_flush);
@@ -636,6 +741,47 @@ int cmd_status(int argc, char **argv)
 	return finish(&o, request("status", NULL), "status", print_status);
 }
 
+static void quiet_log(void *opaque, enum tc_log_level level, const char *msg)
+{
+	(void)opaque;
+	(void)level;
+	(void)msg;
+}
+
+/* What @spec holds (read-only, without its lock: a server may hold it), or -1 when it
+ * cannot be read (the attach itself then says why). */
+static int probe_kind(tc_ctx *ctx, const char *spec, struct tc_probe *p)
+{
+	tc_dev *d;
+	if (tc_dev_open_spec(ctx, spec, TC_DEV_READONLY | TC_DEV_BUFFERED, 0, 0, &d))
+		return -1;
+	int r = tc_dev_probe(ctx, d, p);
+	tc_dev_close(d);
+	return r ? -1 : (int)p->kind;
+}
+
+/* --cache must name a cache and --backing a backing: the two swapped (or one of them
+ * wrong) is said as such, before anything is opened for writing. */
+static bool attach_kinds_ok(const char *cache, const char *backing)
+{
+	tc_ctx *ctx = cli_ctx(false);
+	tc_ctx_set_log(ctx, quiet_log, NULL, TC_LOG_ERROR);   /* probe quietly */
+	struct tc_probe pc, pb;
+	int kc = probe_kind(ctx, cache, &pc), kb = probe_kind(ctx, backing, &pb);
+	tc_ctx_free(ctx);
+	bool ok = true;
+	if (kc == TC_PROBE_BACKING) {
+		cli_err("--cache %s is a backing (of volume \"%s\"), not a cache%s", cache, pc.name,
+			kb == TC_PROBE_CACHE ? "; --cache and --backing are swapped" : "");
+		ok = false;
+	}
+	if (kb == TC_PROBE_CACHE && !(kc == TC_PROBE_BACKING)) {
+		cli_err("--backing %s is a cache, not a backing", backing);
+		ok = false;
+	}
+	return ok;
+}
+
 int cmd_attach(int argc, char **argv)
 {
 	struct vopts o;
@@ -644,6 +790,10 @@ int cmd_attach(int argc, char **argv)
 		vopts_free(&o);
 		return r < 0 ? TC_EXIT_OK : r ? r :
 		       cli_usage("attach needs --cache DEVICE and --backing DEVICE, no operands");
+	}
+	if (!attach_kinds_ok(o.cache, o.backing)) {
+		vopts_free(&o);
+		return TC_EXIT_FAIL;
 	}
 	json_object *req = request("attach", NULL);
 	/* The server runs in another folder: absolute paths. */

@@ -86,6 +86,7 @@ int main(int argc, char **argv)
 		printf("tiercache %s\n", TC_VERSION);
 		return TC_EXIT_OK;
 	}
+	opterr = 0;   /* one message per bad option: cli_bad_option()'s */
 	for (size_t i = 0; i < NCOMMANDS; i++)
 		if (!strcmp(name, commands[i].name)) {
 			cli_cmd_name = commands[i].name;
@@ -150,6 +151,17 @@ int cli_size(const char *opt, const char *arg, uint64_t *out)
 		return -1;
 	}
 	return 0;
+}
+
+int cli_bad_option(char **argv)
+{
+	const char *arg = optind > 0 ? argv[optind - 1] : "";
+	int n = (int)strcspn(arg, "=");
+	if (optopt && !strncmp(arg, "--", 2) && !arg[n])
+		return cli_usage("option %s needs a value", arg);
+	if (optopt && arg[0] == '-' && arg[1] != '-')
+		return cli_usage("unknown option -%c", optopt);
+	return cli_usage("unknown option %.*s", n, arg);
 }
 
 int cli_uint(const char *opt, const char *arg, uint64_t lo, uint64_t hi, uint64_t *out)

@@ -130,10 +130,18 @@ int ctl_settings_apply(json_object *obj, struct tc_volume_settings *s, char *why
 			s->fill = !strcmp(str, "line") ? TC_FILL_LINE : TC_FILL_SECTORS;
 		} else if (!strcmp(key, "seq_cutoff") && json_object_is_type(val, json_type_int) &&
 			   json_object_get_int64(val) >= 0) {
-			s->seq_cutoff = json_object_get_uint64(val);
+			uint64_t n = json_object_get_uint64(val);
+			if (n && n < CTL_SEQ_CUTOFF_MIN) {
+				snprintf(why, len, "settings: seq_cutoff %" PRIu64 " is below the "
+					 "minimum of %u bytes (0 turns detection off)", n,
+					 CTL_SEQ_CUTOFF_MIN);
+				return -EINVAL;
+			}
+			s->seq_cutoff = n;
 		} else {
 			snprintf(why, len, "settings: key \"%s\" with value %s is not a setting "
-				 "or out of range", key, json_object_to_json_string(val));
+				 "or out of range", key,
+				 json_object_to_json_string_ext(val, JSON_C_TO_STRING_NOSLASHESCAPE));
 			return -EINVAL;
 		}
 	}
@@ -181,11 +189,60 @@ static json_object *volume_status(tc_export *e)
 	return o;
 }
 
+/* A volume the cache @spec holds whose backing is not among the host's devices (state
+ * "no-backing"): what the cache superblock and its lines know of it. */
+static json_object *absent_status(const struct tc_inspect_volume *v, const char *spec)
+{
+	json_object *o = json_object_new_object();
+	json_object_object_add(o, "name", json_object_new_string(v->name));
+	json_object_object_add(o, "size", u64(v->size));
+	json_object_object_add(o, "state", json_object_new_string("no-backing"));
+	json_object_object_add(o, "backing", NULL);
+	json_object_object_add(o, "backing_uuid", json_object_new_string(v->backing_uuid));
+	json_object_object_add(o, "cache", json_object_new_string(spec));
+	json_object_object_add(o, "settings", ctl_settings_json(&v->settings));
+	json_object_object_add(o, "dirty_bytes", u64(v->dirty_bytes));
+	json_object_object_add(o, "cached_bytes", u64(v->cached_bytes));
+	json_object_object_add(o, "writeback_rate", u64(0));
+	json_object_object_add(o, "fallback", json_object_new_boolean(0));
+	json_object_object_add(o, "draining", json_object_new_boolean(0));
+	return o;
+}
+
+/* Calls @fn for every volume record of the host's caches whose backing is absent;
+ * stops at the first non-NULL answer and returns it. */
+static json_object *each_absent(tc_host *h, json_object *(*fn)(
+	const struct tc_inspect_volume *v, const char *spec, void *arg), void *arg)
+{
+	struct tc_inspect_volume *recs = calloc(TC_INSPECT_MAX_VOLUMES, sizeof(*recs));
+	if (!recs)
+		return NULL;
+	const char *spec;
+	tc_cache *c;
+	json_object *r = NULL;
+	for (unsigned i = 0; !r && (c = tc_host_cache_at(h, i, &spec)); i++) {
+		unsigned n = tc_cache_volumes(c, recs, TC_INSPECT_MAX_VOLUMES);
+		for (unsigned k = 0; !r && k < n; k++)
+			if (!recs[k].online)
+				r = fn(&recs[k], spec, arg);
+	}
+	free(recs);
+	return r;
+}
+
+static json_object *add_absent(const struct tc_inspect_volume *v, const char *spec,
+			       void *arg)
+{
+	json_object_array_add(arg, absent_status(v, spec));
+	return NULL;
+}
+
 static json_object *op_status(tc_host *h)
 {
 	json_object *vols = json_object_new_array();
 	for (unsigned i = 0; i < tc_host_export_count(h); i++)
 		json_object_array_add(vols, volume_status(tc_host_export_at(h, i)));
+	each_absent(h, add_absent, vols);
 	json_object *caches = json_object_new_array();
 	const char *spec;
 	tc_cache *c;
@@ -199,6 +256,9 @@ static json_object *op_status(tc_host *h)
 		json_object_object_add(o, "lines_used", u64(st.lines_used));
 		json_object_object_add(o, "lines_dirty", u64(st.lines_dirty));
 		json_object_object_add(o, "dirty_bytes", u64(st.dirty_bytes));
+		json_object_object_add(o, "bytes_read", u64(st.dev.bytes_read));
+		json_object_object_add(o, "bytes_written", u64(st.dev.bytes_written));
+		json_object_object_add(o, "metadata_bytes_written", u64(st.metadata_bytes_written));
 		json_object_array_add(caches, o);
 	}
 	json_object *r = json_object_new_object();
@@ -247,18 +307,78 @@ static bool req_bool(json_object *req, const char *key)
 	return json_object_object_get_ex(req, key, &v) && json_object_get_boolean(v);
 }
 
+/* stats of a volume whose backing is absent: what its cache knows, and a note. */
+static json_object *absent_stats(const struct tc_inspect_volume *v, const char *spec,
+				 void *arg)
+{
+	if (strcmp(v->name, arg))
+		return NULL;
+	json_object *o = absent_status(v, spec);
+	char note[320];
+	snprintf(note, sizeof(note), "volume \"%s\": its backing (uuid %s) is not present, so "
+		 "only what cache %s holds for it is known; the request counters exist while "
+		 "the volume is served", v->name, v->backing_uuid, spec);
+	json_object_object_add(o, "note", json_object_new_string(note));
+	return o;
+}
+
 static json_object *op_stats(tc_host *h, json_object *req)
 {
-	json_object *err = NULL;
+	json_object *err = NULL, *jv;
+	if (json_object_object_get_ex(req, "volume", &jv) &&
+	    json_object_is_type(jv, json_type_string) &&
+	    !tc_host_find(h, json_object_get_string(jv))) {
+		json_object *known = each_absent(h, absent_stats,
+						 (void *)json_object_get_string(jv));
+		if (known)
+			return ok(known);
+	}
 	tc_export *e = req_export(h, req, &err);
-	tc_volume *vol = e ? req_volume(e, &err) : NULL;
-	if (!vol)
+	if (!e)
 		return err;
+	struct tc_export_info info;
+	tc_export_info(e, &info);
+	if (!info.volume) {
+		/* Served uncached: no engine counters; say what it is. */
+		json_object *o = json_object_new_object();
+		json_object_object_add(o, "name", json_object_new_string(info.name));
+		json_object_object_add(o, "state", json_object_new_string(state_name(info.state)));
+		json_object_object_add(o, "size", u64(info.size));
+		json_object_object_add(o, "backing", json_object_new_string(info.backing));
+		char note[256];
+		snprintf(note, sizeof(note), "volume \"%s\": served %s, straight to its backing: "
+			 "the engine's counters exist only for a volume attached to a cache",
+			 info.name, state_name(info.state));
+		json_object_object_add(o, "note", json_object_new_string(note));
+		return ok(o);
+	}
+	tc_volume *vol = info.volume;
 	char *s = tc_volume_stats_json(vol);
 	json_object *st = s ? json_tokener_parse(s) : NULL;
 	free(s);
 	if (!st)
 		return ctl_error(ENOMEM, NULL);
+	/* The cache device as a whole (every volume's traffic, the cleaner's and the
+	 * metadata's): its wear. */
+	const char *spec;
+	tc_cache *c;
+	for (unsigned i = 0; info.cache && (c = tc_host_cache_at(h, i, &spec)); i++) {
+		if (strcmp(spec, info.cache))
+			continue;
+		struct tc_cache_stats cs;
+		tc_cache_stats(c, &cs);
+		json_object *o = json_object_new_object();
+		json_object_object_add(o, "device", json_object_new_string(spec));
+		json_object_object_add(o, "reads", u64(cs.dev.reads));
+		json_object_object_add(o, "writes", u64(cs.dev.writes));
+		json_object_object_add(o, "bytes_read", u64(cs.dev.bytes_read));
+		json_object_object_add(o, "bytes_written", u64(cs.dev.bytes_written));
+		json_object_object_add(o, "metadata_bytes_written",
+				       u64(cs.metadata_bytes_written));
+		json_object_object_add(o, "commits", u64(cs.commits));
+		json_object_object_add(st, "cache", o);
+		break;
+	}
 	if (req_bool(req, "reset"))
 		tc_volume_stats_reset(vol);
 	return ok(st);
@@ -294,9 +414,23 @@ static json_object *op_flush(tc_host *h, json_object *req, tc_progress_fn fn, vo
 {
 	json_object *err = NULL;
 	tc_export *e = req_export(h, req, &err);
-	tc_volume *vol = e ? req_volume(e, &err) : NULL;
-	if (!vol)
+	if (!e)
 		return err;
+	struct tc_export_info info;
+	tc_export_info(e, &info);
+	if (!info.volume) {
+		/* Served uncached: no dirty data anywhere; the backing gets a FLUSH so that
+		 * what was written is durable, as the command promises. */
+		int r = tc_export_io(e, TC_OP_FLUSH, 0, NULL, 0, 0);
+		if (r)
+			return ctl_error(fail_errno(r), NULL);
+		json_object *o = json_object_new_object();
+		json_object_object_add(o, "dirty_bytes_before", u64(0));
+		json_object_object_add(o, "dirty_bytes", u64(0));
+		json_object_object_add(o, "state", json_object_new_string(state_name(info.state)));
+		return ok(o);
+	}
+	tc_volume *vol = info.volume;
 	struct tc_volume_stats st;
 	tc_volume_stats(vol, &st);
 	uint64_t before = st.dirty_bytes;
@@ -330,6 +464,18 @@ static json_object *op_detach(tc_host *h, json_object *req, tc_progress_fn fn,
 	return ok(o);
 }
 
+/* The kind of device @spec holds (read-only, no lock), or -1 when unreadable. */
+static int probe_spec(tc_host *h, const char *spec, struct tc_probe *p)
+{
+	tc_dev *d;
+	memset(p, 0, sizeof(*p));
+	if (tc_dev_open_spec(tc_host_ctx(h), spec, TC_DEV_READONLY | TC_DEV_BUFFERED, 0, 0, &d))
+		return -1;
+	int r = tc_dev_probe(tc_host_ctx(h), d, p);
+	tc_dev_close(d);
+	return r ? -1 : (int)p->kind;
+}
+
 static json_object *op_attach(tc_host *h, json_object *req)
 {
 	json_object *jc, *jb, *js;
@@ -339,6 +485,33 @@ static json_object *op_attach(tc_host *h, json_object *req)
 	    !json_object_is_type(jb, json_type_string))
 		return ctl_error(EINVAL, "request: \"cache\" and \"backing\" (device paths) "
 				 "are required");
+	/* Already attached to this very cache (the backing's superblock names it): the
+	 * same answer live and offline, whether or not the backing is among the devices:
+	 * nothing to do, and settings are changed by `set`, not here. */
+	struct tc_probe pb, pc;
+	if (probe_spec(h, json_object_get_string(jb), &pb) == TC_PROBE_BACKING &&
+	    probe_spec(h, json_object_get_string(jc), &pc) == TC_PROBE_CACHE &&
+	    pb.cache_uuid[0] && !strcmp(pb.cache_uuid, pc.uuid)) {
+		char msg[400];
+		if (json_object_object_get_ex(req, "settings", &js)) {
+			snprintf(msg, sizeof(msg), "volume \"%s\": already attached to cache %s; "
+				 "nothing changed: change its settings with `tiercache set`",
+				 pb.name, json_object_get_string(jc));
+			return ctl_error(EEXIST, msg);
+		}
+		tc_export *e = tc_host_find(h, pb.name);
+		json_object *o;
+		if (e) {
+			o = volume_status(e);
+		} else {
+			o = json_object_new_object();
+			json_object_object_add(o, "name", json_object_new_string(pb.name));
+			json_object_object_add(o, "cache", json_object_new_string(
+				json_object_get_string(jc)));
+		}
+		json_object_object_add(o, "already_attached", json_object_new_boolean(1));
+		return ok(o);
+	}
 	struct tc_volume_settings s, *sp = NULL;
 	if (json_object_object_get_ex(req, "settings", &js)) {
 		/* Start from the backing's stored settings: probe it. */
@@ -427,7 +600,8 @@ json_object *ctl_execute(tc_host *h, json_object *req, tc_progress_fn fn, void *
 
 int ctl_send(int fd, json_object *obj)
 {
-	const char *s = json_object_to_json_string_ext(obj, JSON_C_TO_STRING_PLAIN);
+	const char *s = json_object_to_json_string_ext(obj, JSON_C_TO_STRING_PLAIN |
+						       JSON_C_TO_STRING_NOSLASHESCAPE);
 	size_t n = strlen(s);
 	char *line = malloc(n + 1);
 	if (!line)

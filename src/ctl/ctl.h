@@ -23,6 +23,10 @@
 
 #define CTL_LINE_MAX (64 * 1024)   /* longest request line, bytes */
 
+/* The smallest sequential cutoff, bytes (0 turns detection off): a stream shorter
+ * than the smallest cache line (4 KiB) cannot be told from random I/O. */
+#define CTL_SEQ_CUTOFF_MIN 4096u
+
 /*
  * ctl_execute - run request @req on @host; @progress (may be NULL) receives progress of
  * long operations and may interrupt them by returning non-zero.  Returns a new final

@@ -106,15 +106,40 @@ tc create backing hdd.img --name db --size 64M >/dev/null
 tc create cache ssd.img --size 16M >/dev/null
 truncate -s 16M zero.img
 refused 1 'zero.img: is empty, not a tiercache' serve_try zero.img
-refused 1 'device [^ ]*hdd.img: holds tiercache backing, not a tiercache cache' \
+refused 1 '--cache hdd.img is a backing \(of volume "db"\), not a cache$' \
 	tc attach --cache hdd.img --backing hdd.img --control "$CTL"
-refused_offline 1 'device [^ ]*ssd.img: holds tiercache cache, not a tiercache backing' \
+refused 1 '--backing ssd.img is a cache, not a backing' \
 	tc attach --cache ssd.img --backing ssd.img --write-policy wt --control "$CTL"
+# The two swapped: said as such, not as a complaint about the backing's cache.
+refused 1 '--cache hdd.img is a backing \(of volume "db"\), not a cache; --cache and --backing are swapped' \
+	tc attach --cache hdd.img --backing ssd.img --device hdd.img --control "$CTL"
+[ "$(grep -c . "$T/err")" -eq 1 ] || { cat "$T/err" >&2; fail "swapped attach: more than one message"; }
 refused_offline 1 'zero.img.*(empty|not a tiercache)' \
 	tc attach --cache ssd.img --backing zero.img --control "$CTL"
 refused 1 'holds the tiercache backing of volume "db"; give --force' tc create cache hdd.img
 refused 1 'holds tiercache cache [0-9a-f-]+ .*give --force' tc create backing ssd.img --name x
 rm -f zero.img
+
+# A bad option or a missing device: one message (not getopt's, then ours; not the
+# library's, then check's).
+log "one message per error"
+expect_fail 2 '^tiercache status: unknown option --bogus$' tc status --bogus
+[ "$(grep -vc '^Try ' "$T/err")" -eq 1 ] || { cat "$T/err" >&2; fail "status --bogus: the error twice"; }
+expect_fail 2 '^tiercache set: option --write-policy needs a value$' tc set db --write-policy
+[ "$(grep -vc '^Try ' "$T/err")" -eq 1 ] || { cat "$T/err" >&2; fail "set --write-policy: the error twice"; }
+expect_fail 2 'unknown command "--bogus"' tc --bogus
+[ "$(grep -vc '^Try ' "$T/err")" -eq 1 ] || { cat "$T/err" >&2; fail "--bogus: the error twice"; }
+expect_fail 1 'nothere.img: open: No such file' tc check nothere.img
+[ "$(cat "$T/out" "$T/err" | grep -c nothere)" -eq 1 ] ||
+	{ cat "$T/out" "$T/err" >&2; fail "check nothere.img: the error twice"; }
+
+# A sequential cutoff below one 4 KiB unit is refused, naming the value and the
+# minimum; 0 (off) stays allowed.
+expect_fail 2 '--seq-cutoff: "1K" \(1024 bytes\) is below the minimum, 4K \(4096 bytes' \
+	tc set db --seq-cutoff 1K
+expect_fail 2 '--seq-cutoff: "4095" \(4095 bytes\) is below the minimum' \
+	tc attach --cache ssd.img --backing hdd.img --seq-cutoff 4095
+expect_fail 2 '--seq-cutoff: "2K"' tc replay x.trace --format msr --seq-cutoff 2K
 
 if command -v mkfs.ext4 >/dev/null 2>&1; then
 	log "a file system"
@@ -135,7 +160,26 @@ fi
 # --- a device in use ------------------------------------------------------------------------------
 log "devices in use"
 tc attach --cache ssd.img --backing hdd.img --device hdd.img >/dev/null
+# Attaching it again: "already attached", exit 0, nothing changed; offline with or
+# without the backing among the devices, and live (below), all alike.  With settings
+# it is refused (settings change through `set`).
+for dev in "" "--device hdd.img"; do
+	# shellcheck disable=SC2086
+	out=$(tc attach --cache ssd.img --backing hdd.img $dev --control "$CTL") ||
+		fail "offline re-attach ($dev): exit $?"
+	echo "$out" | grep -q '^volume "db": already attached to cache .*ssd.img; nothing changed$' ||
+		fail "offline re-attach ($dev): $out"
+done
+refused_offline 1 'volume "db": already attached to cache .*ssd.img; nothing changed: change its settings with `tiercache set`' \
+	tc attach --cache ssd.img --backing hdd.img --write-policy wt --control "$CTL"
 serve ssd.img hdd.img
+out=$(ctl attach --cache ssd.img --backing hdd.img) || fail "live re-attach: exit $?"
+echo "$out" | grep -q '^volume "db": already attached to cache .*ssd.img; nothing changed$' ||
+	fail "live re-attach: $out"
+[ "$(ctl attach --cache ssd.img --backing hdd.img --json | json_get - already_attached)" = True ] ||
+	fail "live re-attach --json: no already_attached"
+expect_fail 1 'already attached to cache .*change its settings with `tiercache set`' \
+	ctl attach --cache ssd.img --backing hdd.img --write-policy wt
 qio "$(uri db)" 'write -P 0x6a 0 1M'
 ctl flush db >/dev/null
 refused 1 'device ssd.img: in use' tc create cache ssd.img --force
@@ -342,8 +386,7 @@ refused 1 "log $T/ssd.img: exists and is not a text file" \
 log "refused live attach releases what it opened"
 tc create cache ssd3.img --size 64M >/dev/null
 serve ssd.img
-expect_fail 1 "device $T/hdd.img: .*not a tiercache cache" \
-	ctl attach --cache hdd.img --backing hdd.img
+expect_fail 1 '--cache hdd.img is a backing' ctl attach --cache hdd.img --backing hdd.img
 expect_fail 1 "attached to cache" ctl attach --cache ssd3.img --backing hdd.img
 [ "$(ctl status --json | json_get - caches | grep -c ssd3)" -eq 0 ] ||
 	fail "the server still lists ssd3.img after a refused attach"

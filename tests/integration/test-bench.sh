@@ -25,7 +25,8 @@ for t, r in res.items():
     assert r["error"] in (None, ""), (t, r["error"])
     assert r["qd"] == 1, r
     assert r["iops"] > 0 and r["lat_us"]["p50"] > 0, (t, r)
-    assert r["lat_us"]["p50"] <= r["lat_us"]["p99"] <= r["lat_us"]["max"] * 1.1, (t, r)
+    lat = r["lat_us"]   # fio's bucketed percentiles are clamped to its exact max
+    assert lat["p50"] <= lat["p99"] <= lat["p99_9"] <= lat["max"], (t, r)
 assert res["uncached"]["hit_ratio"] is None
 assert res["nbdkit-wb"]["hit_ratio"] is None
 assert 0.0 < res["tc-wb"]["hit_ratio"] <= 1.0, res["tc-wb"]

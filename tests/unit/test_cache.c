@@ -1118,6 +1118,86 @@ static void test_stats_json_and_reset(void **state)
 	env_down(e);
 }
 
+/* The volume's traffic on the cache device: client writes, fills of read misses,
+ * reads of hits and the cleaner's reads, each counted once, in bytes. */
+static void test_cache_device_counters(void **state)
+{
+	struct env *e = *state;
+	env_up(e);                      /* write-back, whole-line fills, 16 KiB lines */
+	wr(e, 0, 8192, 1, 0);           /* a write miss: 8 KiB to the cache, dirty */
+	struct tc_volume_stats st = vstats(e);
+	assert_int_equal(st.cache_bytes_written, 8192);
+	assert_int_equal(st.cache_fill_bytes, 0);
+	assert_int_equal(st.cache_bytes_read, 0);
+	expect_zero(e, 16384, 16384);   /* a read miss: the line is filled */
+	st = vstats(e);
+	assert_int_equal(st.cache_fill_bytes, 16384);
+	assert_int_equal(st.cache_bytes_written, 8192 + 16384);
+	assert_int_equal(st.cache_bytes_read, 0);
+	expect_zero(e, 16384, 16384);   /* a hit: read from the cache */
+	expect(e, 0, 8192, 1);
+	st = vstats(e);
+	assert_int_equal(st.cache_bytes_read, 16384 + 8192);
+	assert_int_equal(st.cache_writeback_read_bytes, 0);
+	assert_int_equal(tc_volume_flush_dirty(e->v, NULL, NULL), 0);
+	st = vstats(e);
+	assert_int_equal(st.cache_writeback_read_bytes, 8192);   /* the dirty units only */
+	assert_int_equal(st.cache_bytes_read, 16384 + 8192 + 8192);
+	assert_int_equal(st.cache_bytes_written, 8192 + 16384);
+	char *js = tc_volume_stats_json(e->v);
+	json_object *o = json_tokener_parse(js), *cd;
+	assert_true(json_object_object_get_ex(o, "cache_device", &cd));
+	assert_int_equal(json_u64(cd, "bytes_written"), 8192 + 16384);
+	assert_int_equal(json_u64(cd, "fill_bytes_written"), 16384);
+	assert_int_equal(json_u64(cd, "client_bytes_written"), 8192);
+	assert_int_equal(json_u64(cd, "writeback_bytes_read"), 8192);
+	assert_int_equal(json_u64(cd, "client_bytes_read"), 16384 + 8192);
+	json_object_put(o);
+	free(js);
+	struct tc_cache_stats cs;
+	tc_cache_stats(e->c, &cs);
+	assert_true(cs.commit_blocks > 0);
+	assert_int_equal(cs.metadata_bytes_written, cs.commit_blocks * 4096);
+	tc_volume_stats_reset(e->v);
+	assert_int_equal(vstats(e).cache_bytes_written, 0);
+	env_down(e);
+}
+
+/* A cache opened without its volume's backing still reports the volume (its record)
+ * and the dirty data it holds for it, and counts that data in its dirty bytes. */
+static void test_cache_volumes_without_backing(void **state)
+{
+	struct env *e = *state;
+	env_up(e);
+	wr(e, 0, 8192, 1, 0);
+	wr(e, 5 * 16384, 4096, 2, 0);
+	assert_int_equal(tc_cache_close(e->c), 0);   /* clean: the dirty data stays */
+	tc_dev_close(e->cd);
+	tc_dev_close(e->bd);
+	tc_ctx_free(e->ctx);
+	env_devices(e, 0);
+	assert_int_equal(tc_cache_open(e->ctx, e->cd, &e->c), 0);
+	struct tc_inspect_volume recs[4];
+	assert_int_equal(tc_cache_volumes(e->c, recs, 4), 1);
+	assert_string_equal(recs[0].name, "vol");
+	assert_false(recs[0].online);
+	assert_int_equal(recs[0].dirty_bytes, 12288);
+	assert_int_equal(recs[0].cached_bytes, 12288);
+	assert_int_equal(recs[0].settings.write_policy, TC_WP_WB);
+	struct tc_cache_stats cs;
+	tc_cache_stats(e->c, &cs);
+	assert_int_equal(cs.dirty_bytes, 12288);
+	assert_int_equal(cs.lines_dirty, 2);
+	assert_int_equal(tc_cache_volumes(e->c, recs, 0), 0);
+	assert_int_equal(tc_cache_attach(e->c, e->bd, NULL, 0, &e->v), 0);
+	assert_int_equal(tc_cache_volumes(e->c, recs, 4), 1);
+	assert_true(recs[0].online);
+	assert_int_equal(recs[0].dirty_bytes, 12288);
+	tc_cache_stats(e->c, &cs);
+	assert_int_equal(cs.dirty_bytes, 12288);
+	env_down(e);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1161,6 +1241,9 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_fallback_flush_outlives_stale_cache, setup,
 						teardown),
 		cmocka_unit_test_setup_teardown(test_fallback_flush_fails_with_dirty, setup,
+						teardown),
+		cmocka_unit_test_setup_teardown(test_cache_device_counters, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_cache_volumes_without_backing, setup,
 						teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
