@@ -605,6 +605,8 @@ typedef struct tc_export tc_export;
 struct tc_host_opts {
 	unsigned dev_flags;       /* TC_DEV_* for every device; TC_DEV_EXCLUSIVE for servers */
 	uint64_t crash_seed;      /* seed of "crash:" devices */
+	bool fault_injection;     /* open every device under a fault layer (tc_dev_new_fault),
+	                           * so tc_host_fault() can fail it: for tests and drills */
 };
 
 /*
@@ -632,6 +634,42 @@ int tc_host_close(tc_host *host);
  * power at the same instant (first all refuse new requests, then each applies
  * tc_crash_power_cut()).  Returns the number of devices cut. */
 int tc_host_power_cut(tc_host *host);
+
+/* ---- Fault injection on a host's devices (hosts assembled with fault_injection) ---- */
+
+#define TC_SPEC_MAX 4352          /* longest device spec tc_host_device holds, bytes */
+
+/* One device of a host, as tc_host_device_at(), tc_host_fault() and tc_host_heal()
+ * report it (a copy: it stays valid whatever the host does next). */
+struct tc_host_device {
+	char spec[TC_SPEC_MAX];   /* the spec it was opened with */
+	enum tc_probe_kind kind;  /* TC_PROBE_CACHE or TC_PROBE_BACKING */
+	bool fault_injection;     /* under a fault layer: @fault is its state */
+	struct tc_fault_state fault;
+};
+
+/* tc_host_fault_injection - the host's devices are under fault layers. */
+bool tc_host_fault_injection(tc_host *host);
+
+/* tc_host_device_at - copy the @i-th device of the host into @out.  Returns 0, or
+ * -ENOENT past the end.  Thread-safe. */
+int tc_host_device_at(tc_host *host, unsigned i, struct tc_host_device *out);
+
+/*
+ * tc_host_fault - arm @f (see tc_fault_arm) on the host's device @device, named by its
+ * spec or by a path to the same file ("crash:/a" also matches "/a"); a cache device's
+ * failures reach its cache engine as device errors, a backing's its volume.  @out (may
+ * be NULL) receives the device's state after the call.  Returns 0, -EPERM (the host was
+ * assembled without fault_injection), -ENOENT (no such device: the message lists the
+ * host's devices), -EINVAL (a bad @f); on an error nothing changed.  Thread-safe; it
+ * does not wait for management operations (a detach draining, say).
+ */
+int tc_host_fault(tc_host *host, const char *device, const struct tc_fault *f,
+		  struct tc_host_device *out);
+
+/* tc_host_heal - disarm the fault of @device (tc_fault_heal).  Returns 1 if a fault was
+ * armed, 0 if none was, or the errors of tc_host_fault.  Thread-safe. */
+int tc_host_heal(tc_host *host, const char *device, struct tc_host_device *out);
 
 unsigned tc_host_export_count(tc_host *host);
 tc_export *tc_host_export_at(tc_host *host, unsigned i);   /* NULL past the end */
