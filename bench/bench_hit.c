@@ -48,6 +48,7 @@ struct opts {
 	const char *dir;
 	uint32_t line_size;
 	int replacement;
+	bool checksums;            /* the cache checks cached data on reads back */
 	uint64_t cache_size;
 	uint64_t recovery_size;
 	bool do_read, do_write, do_recovery;
@@ -608,6 +609,7 @@ static void bench_hit_path(void)
 	tc_cache_opts_default(&copts);
 	copts.line_size = o->line_size;
 	copts.replacement = (uint8_t)o->replacement;
+	copts.checksums = o->checksums;
 	CHECK(tc_cache_format(ctx, cdev, &copts), "tc_cache_format");
 	tc_volume_settings_default(&set);
 	set.write_policy = TC_WP_WB;
@@ -711,8 +713,11 @@ static void bench_hit_path(void)
 		tc_volume_stats(vol, &vs0);
 		for (int i = 0; i < o->rounds; i++) {
 			keepalive_start(&ka, vol);
-			res->wr.raw[i] = raw_run_timed(&rr, true, geo.data_offset, nblocks,
-						       o->seconds);
+			/* The raw writes go to the cache file's other half (free slots of the
+			 * same size, next to the working set): overwriting the volume's slots
+			 * behind its back would be damage its checksums rightly report. */
+			res->wr.raw[i] = raw_run_timed(&rr, true, geo.data_offset + ws_bytes,
+						       nblocks, o->seconds);
 			keepalive_stop(&ka);
 			res->wr.lib[i] = lib_run_timed(lr, nblocks, o->seconds);
 			if (!o->json)
@@ -740,13 +745,17 @@ static void bench_hit_path(void)
 		}
 	}
 	raw_fini(&rr);
+	tc_volume_stats(vol, &vs1);
+	if (vs1.cache_errors || vs1.fallback_pt)
+		fprintf(stderr, "tc-bench-hit: WARNING: %" PRIu64 " cache-device errors%s: the "
+			"figures are not hit-path figures\n", vs1.cache_errors,
+			vs1.fallback_pt ? ", the volume fell back to pass-through" : "");
 
 	tc_cache_stats(cache, &cs);
 	res->hit_mem_bytes_per_line = cs.mem_bytes_per_line;
 	res->hit_mem_ghost_bytes = cs.mem_ghost_bytes;
 	res->hit_mem_admission_bytes = cs.mem_admission_bytes;
-	/* The raw writes scribbled over slot data, so the contents are garbage; a clean
-	 * close keeps the dirty lines in the cache (nothing is written back) and, unlike
+	/* A clean close keeps the dirty lines in the cache (nothing is written back) and, unlike
 	 * tc_cache_abandon(), waits for the engine's own in-flight I/O (metadata commits)
 	 * before freeing, which matters on io_uring devices in a threaded context. */
 	CHECK(tc_cache_close(cache), "tc_cache_close");
@@ -895,10 +904,10 @@ static void print_json(void)
 
 	printf("{\n");
 	printf("  \"config\": {\"seconds\": %.3f, \"rounds\": %d, \"queue_depth\": %u, "
-	       "\"block_size\": %u, \"raw_submit\": \"%s\", \"line_size\": %" PRIu32 ", \"replacement\": \"%s\", "
+	       "\"block_size\": %u, \"raw_submit\": \"%s\", \"line_size\": %" PRIu32 ", \"replacement\": \"%s\", \"checksums\": %s, "
 	       "\"cache_size\": %" PRIu64 ", \"recovery_size\": %" PRIu64 ", \"dir\": \"%s\"},\n",
 	       o->seconds, o->rounds, QD, BS, o->raw_single ? "single" : "batch", o->line_size, tc_replacement_name(o->replacement),
-	       o->cache_size, o->recovery_size, o->dir);
+	       o->checksums ? "true" : "false", o->cache_size, o->recovery_size, o->dir);
 	const struct pair_res *ps[2] = { &r->rd, &r->wr };
 	const char *names[2] = { "read_hit", "write_wb" };
 	const bool on[2] = { o->do_read, o->do_write };
@@ -954,7 +963,8 @@ static void usage(FILE *f)
 "\n"
 "SYNOPSIS\n"
 "    tc-bench-hit [--seconds S] [--rounds N] [--quick] [--json] [--dir PATH]\n"
-"                 [--line-size BYTES] [--replacement lru|s3fifo] [--cache-size BYTES]\n"
+"                 [--line-size BYTES] [--replacement lru|s3fifo] [--checksums on|off]\n"
+"                 [--cache-size BYTES]\n"
 "                 [--recovery-size BYTES] [--phases LIST] [--raw-submit batch|single]\n"
 "\n"
 "DESCRIPTION\n"
@@ -975,8 +985,10 @@ static void usage(FILE *f)
 "           read the very slots the library reads.\n"
 "\n"
 "    write  4 KiB random writes in write-back (TC_WP_WB) over the same working set,\n"
-"           QD 32, versus raw io_uring 4 KiB O_DIRECT writes to the same cache-file\n"
-"           region.  The working set is half the cache, below the cleaner's high\n"
+"           QD 32, versus raw io_uring 4 KiB O_DIRECT writes to a cache-file region\n"
+"           of the same size: the other half of the slots, which the volume does not\n"
+"           use (writing the volume's own slots behind its back would be damage its\n"
+"           checksums report).  The working set is half the cache, below the high\n"
 "           watermark, so no dirty line is evicted.  The volume's flush_rate is low:\n"
 "           the cleaner writes back only after 1 s without client I/O, and during the\n"
 "           raw runs one 4 KiB read every 250 ms keeps the volume busy, so the cleaner\n"
@@ -1014,6 +1026,9 @@ static void usage(FILE *f)
 "                       allow O_DIRECT for the comparison to mean anything\n"
 "    --line-size BYTES  cache line size, power of two 4K..64K (default 64K)\n"
 "    --replacement P    lru or s3fifo (default s3fifo)\n"
+"    --checksums on|off whether the cache checks cached data (default on, as\n"
+"                       `tiercache create cache`): the checks' cost is the ratio of\n"
+"                       two runs, one with each\n"
 "    --cache-size BYTES cache file of the read and write measurements (default 512M)\n"
 "    --recovery-size BYTES\n"
 "                       cache file of the recovery measurement (default 1G)\n"
@@ -1068,7 +1083,7 @@ static void parse_phases(const char *s)
 static void parse_opts(int argc, char **argv)
 {
 	enum { O_SECONDS = 256, O_ROUNDS, O_QUICK, O_JSON, O_DIR, O_LINE, O_REPL, O_CSIZE,
-	       O_RSIZE, O_PHASES, O_RAWSUB };
+	       O_RSIZE, O_PHASES, O_RAWSUB, O_CSUM };
 	static const struct option lo[] = {
 		{ "seconds", required_argument, NULL, O_SECONDS },
 		{ "rounds", required_argument, NULL, O_ROUNDS },
@@ -1081,6 +1096,7 @@ static void parse_opts(int argc, char **argv)
 		{ "recovery-size", required_argument, NULL, O_RSIZE },
 		{ "phases", required_argument, NULL, O_PHASES },
 		{ "raw-submit", required_argument, NULL, O_RAWSUB },
+		{ "checksums", required_argument, NULL, O_CSUM },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -1094,6 +1110,7 @@ static void parse_opts(int argc, char **argv)
 	g_opt.dir = tmp && *tmp ? tmp : "/tmp";
 	g_opt.line_size = 64 * KIB;
 	g_opt.replacement = TC_REPL_S3FIFO;
+	g_opt.checksums = true;
 	g_opt.cache_size = 512 * MIB;
 	g_opt.recovery_size = GIB;
 	g_opt.do_read = g_opt.do_write = g_opt.do_recovery = true;
@@ -1133,6 +1150,11 @@ static void parse_opts(int argc, char **argv)
 			g_opt.replacement = tc_replacement_parse(optarg);
 			if (g_opt.replacement < 0)
 				bad_usage("--replacement: '%s' is neither lru nor s3fifo", optarg);
+			break;
+		case O_CSUM:
+			if (strcmp(optarg, "on") && strcmp(optarg, "off"))
+				bad_usage("--checksums: '%s' is neither on nor off", optarg);
+			g_opt.checksums = !strcmp(optarg, "on");
 			break;
 		case O_CSIZE:
 			if (tc_size_parse(optarg, &v) || v < 16 * MIB || v % 4096)

@@ -12,6 +12,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include "tiercache.h"
 #include "policy.h"
 
@@ -96,6 +97,62 @@ int tc_replacement_parse(const char *s)
 const struct tc_repl_ops *tc_repl_ops_get(unsigned id)
 {
 	return id < ARRAY_SIZE(replacements) ? replacements[id].ops : NULL;
+}
+
+static const char *const fault_op_names[] = {
+	[TC_FAULT_READ] = "read",
+	[TC_FAULT_WRITE] = "write",
+	[TC_FAULT_FLUSH] = "flush",
+	[TC_FAULT_ALL] = "all",
+};
+
+/* tc_fault_op_name - "read", "write", "flush", "all"; "unknown" when out of range. */
+const char *tc_fault_op_name(unsigned op)
+{
+	return op < ARRAY_SIZE(fault_op_names) ? fault_op_names[op] : "unknown";
+}
+
+/* tc_fault_op_parse - the enum tc_fault_op value named @s, or -EINVAL. */
+int tc_fault_op_parse(const char *s)
+{
+	return name_parse(fault_op_names, ARRAY_SIZE(fault_op_names), s);
+}
+
+/* The errnos a failing device plausibly returns, by name. */
+static const struct {
+	const char *name;
+	int value;
+} errno_names[] = {
+	{ "EIO", EIO }, { "ENOSPC", ENOSPC }, { "ENODEV", ENODEV }, { "ENXIO", ENXIO },
+	{ "ETIMEDOUT", ETIMEDOUT }, { "EROFS", EROFS }, { "EBUSY", EBUSY },
+	{ "ENOMEM", ENOMEM }, { "EAGAIN", EAGAIN }, { "EREMOTEIO", EREMOTEIO },
+	{ "EPERM", EPERM }, { "EINVAL", EINVAL }, { "EILSEQ", EILSEQ },
+	{ "ECANCELED", ECANCELED }, { "EOVERFLOW", EOVERFLOW }, { "ENOTSUP", ENOTSUP },
+};
+
+int tc_errno_parse(const char *s)
+{
+	if (!s || !*s)
+		return -EINVAL;
+	for (size_t i = 0; i < ARRAY_SIZE(errno_names); i++)
+		if (strcasecmp(errno_names[i].name, s) == 0)
+			return errno_names[i].value;
+	if (*s < '0' || *s > '9')
+		return -EINVAL;
+	char *end;
+	errno = 0;
+	unsigned long v = strtoul(s, &end, 10);
+	if (errno || *end || v < 1 || v > 4095)
+		return -EINVAL;
+	return (int)v;
+}
+
+const char *tc_errno_name(int err)
+{
+	for (size_t i = 0; i < ARRAY_SIZE(errno_names); i++)
+		if (errno_names[i].value == err)
+			return errno_names[i].name;
+	return NULL;
 }
 
 int tc_size_parse(const char *s, uint64_t *out)

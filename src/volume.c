@@ -30,7 +30,8 @@ struct host_dev {
 	char *spec;                /* as given */
 	dev_t st_dev;              /* identity of the file behind (stat), to match specs */
 	ino_t st_ino;
-	tc_dev *dev;
+	tc_dev *dev;               /* what the engine uses: @base, or the fault layer over it */
+	tc_dev *base;              /* the device opened from @spec */
 	struct tc_probe probe;
 	tc_cache *cache;           /* an open cache */
 	bool cache_failed;         /* a cache that did not open */
@@ -87,17 +88,25 @@ static const char *spec_path(const char *spec)
 	return spec;
 }
 
+/* The host's device given as @spec, or with the same file behind it (@st, when
+ * @have), or NULL.  Caller holds h->lock. */
+static struct host_dev *host_dev_match(tc_host *h, const char *spec, bool have,
+				       const struct stat *st)
+{
+	for (unsigned i = 0; i < h->ndevs; i++)
+		if (!strcmp(h->devs[i]->spec, spec) ||
+		    (have && h->devs[i]->st_dev == st->st_dev && h->devs[i]->st_ino == st->st_ino))
+			return h->devs[i];
+	return NULL;
+}
+
 /* The host's device given as @spec, or with the same file behind it, or NULL. */
 static struct host_dev *host_dev_find(tc_host *h, const char *spec)
 {
-	struct host_dev *found = NULL;
 	struct stat st;
 	bool have = stat(spec_path(spec), &st) == 0;
 	pthread_mutex_lock(&h->lock);
-	for (unsigned i = 0; i < h->ndevs && !found; i++)
-		if (!strcmp(h->devs[i]->spec, spec) ||
-		    (have && h->devs[i]->st_dev == st.st_dev && h->devs[i]->st_ino == st.st_ino))
-			found = h->devs[i];
+	struct host_dev *found = host_dev_match(h, spec, have, &st);
 	pthread_mutex_unlock(&h->lock);
 	return found;
 }
@@ -119,7 +128,11 @@ static int host_dev_open(tc_host *h, const char *spec, struct host_dev **out)
 		d->st_ino = st.st_ino;
 	}
 	int r = tc_dev_open_spec(h->ctx, spec, h->opts.dev_flags, 0, h->opts.crash_seed,
-				 &d->dev);
+				 &d->base);
+	d->dev = d->base;
+	/* A fault layer owns its device from now on, even when it fails. */
+	if (!r && h->opts.fault_injection && (r = tc_dev_new_fault(h->ctx, d->base, &d->dev)))
+		d->dev = d->base = NULL;
 	if (!r)
 		r = tc_dev_probe(h->ctx, d->dev, &d->probe);
 	if (!r) {
@@ -444,12 +457,12 @@ int tc_host_power_cut(tc_host *h)
 	 * to another one's death (a write-back write whose cache write failed goes to the
 	 * backing, FUA, and is acknowledged), which no power failure allows. */
 	for (unsigned i = 0; i < h->ndevs; i++)
-		if (is_crash_dev(h->devs[i]->dev))
+		if (is_crash_dev(h->devs[i]->base))
 			for (int op = TC_FAULT_READ; op <= TC_FAULT_FLUSH; op++)
-				tc_crash_fail_nth(h->devs[i]->dev, (enum tc_fault_op)op, 1, true);
+				tc_crash_fail_nth(h->devs[i]->base, (enum tc_fault_op)op, 1, true);
 	int n = 0;
 	for (unsigned i = 0; i < h->ndevs; i++)
-		if (is_crash_dev(h->devs[i]->dev) && tc_crash_power_cut(h->devs[i]->dev) >= 0)
+		if (is_crash_dev(h->devs[i]->base) && tc_crash_power_cut(h->devs[i]->base) >= 0)
 			n++;
 	return n;
 }
@@ -642,5 +655,93 @@ int tc_host_detach(tc_host *h, tc_export *e, unsigned flags, tc_progress_fn fn,
 	export_thaw(e);
 out:
 	pthread_mutex_unlock(&h->mgmt);
+	return r;
+}
+
+/* ---- fault injection -------------------------------------------------------------- */
+
+bool tc_host_fault_injection(tc_host *h)
+{
+	return h->opts.fault_injection;
+}
+
+/* Fill @out from @d.  Caller holds h->lock. */
+static void host_device_fill(tc_host *h, struct host_dev *d, struct tc_host_device *out)
+{
+	memset(out, 0, sizeof(*out));
+	snprintf(out->spec, sizeof(out->spec), "%s", d->spec);
+	out->kind = d->probe.kind;
+	out->fault_injection = h->opts.fault_injection;
+	if (out->fault_injection)
+		tc_fault_get(d->dev, &out->fault);
+}
+
+int tc_host_device_at(tc_host *h, unsigned i, struct tc_host_device *out)
+{
+	pthread_mutex_lock(&h->lock);
+	bool have = i < h->ndevs;
+	if (have)
+		host_device_fill(h, h->devs[i], out);
+	pthread_mutex_unlock(&h->lock);
+	return have ? 0 : -ENOENT;
+}
+
+/* The device @device names, with h->lock held; or NULL, h->lock released and a
+ * message naming @device and the host's devices. */
+static struct host_dev *host_fault_target(tc_host *h, const char *device, const char *what)
+{
+	if (!h->opts.fault_injection) {
+		tc_err(h->ctx, "device %s: cannot %s: the host's devices were opened without "
+		       "fault injection", device, what);
+		return NULL;
+	}
+	struct stat st;
+	bool have = stat(spec_path(device), &st) == 0;
+	pthread_mutex_lock(&h->lock);
+	struct host_dev *d = host_dev_match(h, device, have, &st);
+	if (d)
+		return d;
+	size_t len = 1;
+	for (unsigned i = 0; i < h->ndevs; i++)
+		len += strlen(h->devs[i]->spec) + 2;
+	char *list = malloc(len);
+	if (list) {
+		list[0] = 0;
+		for (unsigned i = 0; i < h->ndevs; i++) {
+			if (i)
+				strcat(list, ", ");
+			strcat(list, h->devs[i]->spec);
+		}
+	}
+	pthread_mutex_unlock(&h->lock);
+	tc_err(h->ctx, "device %s: not a device of this host (its devices: %s)", device,
+	       list ? list : "?");
+	free(list);
+	return NULL;
+}
+
+int tc_host_fault(tc_host *h, const char *device, const struct tc_fault *f,
+		  struct tc_host_device *out)
+{
+	struct host_dev *d = host_fault_target(h, device, "arm a fault");
+	if (!d)
+		return h->opts.fault_injection ? -ENOENT : -EPERM;
+	/* Under h->lock: a device leaves the table (a failed live attach) only under it. */
+	int r = tc_fault_arm(d->dev, f);
+	if (!r && out)
+		host_device_fill(h, d, out);
+	pthread_mutex_unlock(&h->lock);
+	return r;
+}
+
+int tc_host_heal(tc_host *h, const char *device, struct tc_host_device *out)
+{
+	struct host_dev *d = host_fault_target(h, device, "heal it");
+	if (!d)
+		return h->opts.fault_injection ? -ENOENT : -EPERM;
+	int r = tc_fault_heal(d->dev);
+	if (r >= 0 && out)
+		host_device_fill(h, d, out);
+	pthread_mutex_unlock(&h->lock);
 	return r;
 }

@@ -120,7 +120,7 @@ int cmd_forget(int argc, char **argv)
 		case 'D': discard = true; break;
 		case 'j': json = true; break;
 		case 'h': return cli_help(help);
-		default: return cli_usage("unknown option");
+		default: return cli_bad_option(argv);
 		}
 	}
 	if (argc - optind != 1)

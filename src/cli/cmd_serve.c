@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * cmd_serve.c - `tiercache serve`: run nbdkit with the tiercache plugin over the given
- * devices; and `tiercache debug power-cut`, its end-to-end power-loss hook.
+ * devices (the test hooks of a server started with --testing are in cmd_debug.c).
  *
  * In the background (the default) the command starts nbdkit in the foreground as a
  * child in a new session, logging to a file, and returns once the server answers on
@@ -34,7 +34,7 @@ static const char help[] =
 "SYNOPSIS\n"
 "    tiercache serve [--socket PATH | --listen [HOST:]PORT] [--foreground]\n"
 "                    [--control PATH] [--threads N] [--log FILE] [--seed N]\n"
-"                    [--verbose] DEVICE...\n"
+"                    [--testing] [--verbose] DEVICE...\n"
 "\n"
 "DESCRIPTION\n"
 "    Reads the superblocks of every DEVICE, opens every cache among them, attaches\n"
@@ -68,6 +68,10 @@ static const char help[] =
 "    --threads N          nbdkit threads per connection (default 256: queue depth 256)\n"
 "    --log FILE           log of a background server (default " LOG_DEFAULT ")\n"
 "    --seed N             seed of crash: devices' power cuts (default 1)\n"
+"    --testing            for tests and drills: open every device under a fault-\n"
+"                         injection layer and answer `tiercache debug fail`, `debug\n"
+"                         heal` and `debug power-cut`; without it the server refuses\n"
+"                         them (it warns at start when this is on)\n"
 "    --verbose            log the engine's informational messages too\n"
 "\n"
 "ENVIRONMENT\n"
@@ -84,23 +88,6 @@ static const char help[] =
 "EXIT STATUS\n"
 "    0 serving (background) or stopped cleanly (foreground), 1 the server failed to\n"
 "    start (its messages are printed), 2 bad usage.\n";
-
-static const char debug_help[] =
-"NAME\n"
-"    tiercache debug - test hooks for end-to-end crash tests\n"
-"\n"
-"SYNOPSIS\n"
-"    tiercache debug power-cut [--control PATH]\n"
-"\n"
-"DESCRIPTION\n"
-"    power-cut: the server applies to the files of its crash: devices a random\n"
-"    (seeded) subset of the writes not yet flushed, at 4 KiB granularity, as a power\n"
-"    failure would, and dies at once without committing anything.  Start the server\n"
-"    again on the same devices to see what survived.  Devices that are not crash:\n"
-"    devices are left as the kill leaves them.\n"
-"\n"
-"EXIT STATUS\n"
-"    0 the server went down, 1 no server answered or it did not go down.\n";
 
 static int make_parent(const char *path)
 {
@@ -232,6 +219,7 @@ int cmd_serve(int argc, char **argv)
 		{ "threads", required_argument, NULL, 't' },
 		{ "log", required_argument, NULL, 'L' },
 		{ "seed", required_argument, NULL, 'S' },
+		{ "testing", no_argument, NULL, 'T' },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
@@ -239,7 +227,7 @@ int cmd_serve(int argc, char **argv)
 	const char *sock = NULL, *listen = NULL, *control = TC_CONTROL_DEFAULT;
 	const char *log = LOG_DEFAULT;
 	uint64_t threads = 256, seed = 1;
-	bool fg = false, verbose = false;
+	bool fg = false, verbose = false, testing = false;
 	int c;
 	while ((c = getopt_long(argc, argv, "hf", options, NULL)) != -1) {
 		switch (c) {
@@ -256,6 +244,7 @@ int cmd_serve(int argc, char **argv)
 			if (cli_uint("--seed", optarg, 0, UINT64_MAX, &seed))
 				return TC_EXIT_USAGE;
 			break;
+		case 'T': testing = true; break;
 		case 'v': verbose = true; break;
 		case 'h': return cli_help(help);
 		default: return cli_bad_option(argv);
@@ -343,6 +332,8 @@ int cmd_serve(int argc, char **argv)
 	av[n++] = sbuf;
 	if (sock && asprintf(&av[n++], "socket=%s", sock) < 0)
 		return TC_EXIT_FAIL;
+	if (testing)
+		av[n++] = (char *)"testing=1";
 	av[n] = NULL;
 	fflush(NULL);
 	if (fg) {
@@ -431,47 +422,4 @@ int cmd_serve(int argc, char **argv)
 	cli_err("the server did not answer on %s within 60 s; stopped it; log: %s", control,
 		log);
 	return TC_EXIT_FAIL;
-}
-
-int cmd_debug(int argc, char **argv)
-{
-	static const struct option options[] = {
-		{ "control", required_argument, NULL, 'c' },
-		{ "help", no_argument, NULL, 'h' },
-		{ NULL, 0, NULL, 0 },
-	};
-	const char *control = TC_CONTROL_DEFAULT;
-	int c;
-	while ((c = getopt_long(argc, argv, "h", options, NULL)) != -1) {
-		if (c == 'c')
-			control = optarg;
-		else if (c == 'h')
-			return cli_help(debug_help);
-		else
-			return cli_bad_option(argv);
-	}
-	if (argc - optind != 1 || strcmp(argv[optind], "power-cut"))
-		return cli_usage("expected: debug power-cut");
-	int fd = ctl_connect(control);
-	if (fd < 0) {
-		cli_err("control socket %s: %s (no server?)", control, strerror(-fd));
-		return TC_EXIT_FAIL;
-	}
-	json_object *req = json_object_new_object();
-	json_object_object_add(req, "op", json_object_new_string("power_cut"));
-	int err;
-	json_object *resp = ctl_call(fd, req, NULL, NULL, &err);
-	json_object_put(req);
-	close(fd);
-	if (resp) {
-		json_object_put(resp);
-		cli_err("the server answered instead of going down (it has no power-cut hook)");
-		return TC_EXIT_FAIL;
-	}
-	if (err != -ECONNRESET) {
-		cli_err("control socket %s: %s", control, strerror(-err));
-		return TC_EXIT_FAIL;
-	}
-	printf("power cut: the server is down\n");
-	return TC_EXIT_OK;
 }

@@ -29,7 +29,7 @@ static const struct cli_cmd commands[] = {
 	{ "forget-cache", cmd_forget, "let a volume go on without a cache that is lost for good" },
 	{ "bench", cmd_bench, "compare no cache, tiercache and nbdkit's cache filter with fio" },
 	{ "replay", cmd_replay, "replay a real block trace through a cached volume" },
-	{ "debug", cmd_debug, "test hooks: power-cut a server on crash: devices" },
+	{ "debug", cmd_debug, "test hooks of a --testing server: fail, heal, power-cut" },
 };
 
 #define NCOMMANDS (sizeof(commands) / sizeof(commands[0]))

@@ -237,6 +237,32 @@ static json_object *add_absent(const struct tc_inspect_volume *v, const char *sp
 	return NULL;
 }
 
+/* A device of the host: its spec, role, and the fault armed on it (null when none). */
+static json_object *device_json(const struct tc_host_device *d)
+{
+	json_object *o = json_object_new_object();
+	json_object_object_add(o, "device", json_object_new_string(d->spec));
+	json_object_object_add(o, "role", json_object_new_string(
+		d->kind == TC_PROBE_CACHE ? "cache" : d->kind == TC_PROBE_BACKING ? "backing" :
+		"other"));
+	json_object *f = NULL;
+	if (d->fault_injection && d->fault.armed) {
+		const char *en = tc_errno_name(d->fault.fault.error);
+		f = json_object_new_object();
+		json_object_object_add(f, "op", json_object_new_string(
+			tc_fault_op_name(d->fault.fault.op)));
+		json_object_object_add(f, "after", u64(d->fault.fault.after));
+		json_object_object_add(f, "errno", json_object_new_int(d->fault.fault.error));
+		json_object_object_add(f, "errno_name", en ? json_object_new_string(en) : NULL);
+		json_object_object_add(f, "transient",
+				       json_object_new_boolean(d->fault.fault.transient));
+	}
+	json_object_object_add(o, "fault", f);
+	json_object_object_add(o, "failed", u64(d->fault.failed));
+	json_object_object_add(o, "failed_total", u64(d->fault.failed_total));
+	return o;
+}
+
 static json_object *op_status(tc_host *h)
 {
 	json_object *vols = json_object_new_array();
@@ -261,9 +287,17 @@ static json_object *op_status(tc_host *h)
 		json_object_object_add(o, "metadata_bytes_written", u64(st.metadata_bytes_written));
 		json_object_array_add(caches, o);
 	}
+	json_object *devs = json_object_new_array();
+	struct tc_host_device *hd = malloc(sizeof(*hd));
+	for (unsigned i = 0; hd && tc_host_device_at(h, i, hd) == 0; i++)
+		json_object_array_add(devs, device_json(hd));
+	free(hd);
 	json_object *r = json_object_new_object();
 	json_object_object_add(r, "volumes", vols);
 	json_object_object_add(r, "caches", caches);
+	json_object_object_add(r, "fault_injection",
+			       json_object_new_boolean(tc_host_fault_injection(h)));
+	json_object_object_add(r, "devices", devs);
 	return ok(r);
 }
 
@@ -376,6 +410,8 @@ static json_object *op_stats(tc_host *h, json_object *req)
 		json_object_object_add(o, "metadata_bytes_written",
 				       u64(cs.metadata_bytes_written));
 		json_object_object_add(o, "commits", u64(cs.commits));
+		json_object_object_add(o, "checksums", json_object_new_boolean(cs.checksums));
+		json_object_object_add(o, "csum_errors", u64(cs.csum_errors));
 		json_object_object_add(st, "cache", o);
 		break;
 	}
@@ -546,6 +582,126 @@ static json_object *op_attach(tc_host *h, json_object *req)
 	return ok(volume_status(e));
 }
 
+/* ---- fault injection (servers started with --testing) ------------------------------- */
+
+/* The refusal of a test hook by a server not started for testing. */
+static json_object *not_testing(const char *what)
+{
+	char msg[512];
+	snprintf(msg, sizeof(msg), "%s refused: this server was not started for testing; "
+		 "start it with `tiercache serve --testing DEVICE...` to allow fault injection "
+		 "(debug fail, debug heal) and power cuts (debug power-cut)", what);
+	return ctl_error(EPERM, msg);
+}
+
+/* The "device" operand, or NULL and an error response. */
+static const char *req_device(json_object *req, json_object **err)
+{
+	json_object *v;
+	if (!json_object_object_get_ex(req, "device", &v) ||
+	    !json_object_is_type(v, json_type_string) || !*json_object_get_string(v)) {
+		*err = ctl_error(EINVAL, "request: \"device\" (a device spec or path) is missing");
+		return NULL;
+	}
+	return json_object_get_string(v);
+}
+
+/* The fault of a request: "fault_op" ("read", "write", "flush", "all"; default all),
+ * "after" (requests, default 0), "errno" (a name or a number, default EIO),
+ * "transient" (default false).  0, or -EINVAL with the reason in @why. */
+static int req_fault(json_object *req, struct tc_fault *f, char *why, size_t len)
+{
+	json_object *v;
+	*f = (struct tc_fault){ .op = TC_FAULT_ALL, .error = EIO };
+	if (json_object_object_get_ex(req, "fault_op", &v)) {
+		int op = json_object_is_type(v, json_type_string) ?
+			 tc_fault_op_parse(json_object_get_string(v)) : -EINVAL;
+		if (op < 0) {
+			snprintf(why, len, "fault_op %s: not one of \"read\", \"write\", "
+				 "\"flush\", \"all\"", json_object_to_json_string(v));
+			return -EINVAL;
+		}
+		f->op = (enum tc_fault_op)op;
+	}
+	if (json_object_object_get_ex(req, "after", &v)) {
+		if (!json_object_is_type(v, json_type_int) || json_object_get_int64(v) < 0) {
+			snprintf(why, len, "after %s: not a number of requests (0 or more)",
+				 json_object_to_json_string(v));
+			return -EINVAL;
+		}
+		f->after = json_object_get_uint64(v);
+	}
+	if (json_object_object_get_ex(req, "errno", &v)) {
+		int e = -EINVAL;
+		if (json_object_is_type(v, json_type_string))
+			e = tc_errno_parse(json_object_get_string(v));
+		else if (json_object_is_type(v, json_type_int) && json_object_get_int64(v) >= 1 &&
+			 json_object_get_int64(v) <= 4095)
+			e = (int)json_object_get_int64(v);
+		if (e < 0) {
+			snprintf(why, len, "errno %s: not an errno name (EIO, ENOSPC, ENODEV, "
+				 "ETIMEDOUT, EROFS, ...) or a number 1..4095",
+				 json_object_to_json_string(v));
+			return -EINVAL;
+		}
+		f->error = e;
+	}
+	if (json_object_object_get_ex(req, "transient", &v)) {
+		if (!json_object_is_type(v, json_type_boolean)) {
+			snprintf(why, len, "transient %s: not true or false",
+				 json_object_to_json_string(v));
+			return -EINVAL;
+		}
+		f->transient = json_object_get_boolean(v);
+	}
+	return 0;
+}
+
+static json_object *op_fault(tc_host *h, json_object *req)
+{
+	if (!tc_host_fault_injection(h))
+		return not_testing("fault injection");
+	json_object *err = NULL;
+	const char *dev = req_device(req, &err);
+	if (!dev)
+		return err;
+	struct tc_fault f;
+	char why[256];
+	if (req_fault(req, &f, why, sizeof(why)))
+		return ctl_error(EINVAL, why);
+	struct tc_host_device *hd = malloc(sizeof(*hd));
+	if (!hd)
+		return ctl_error(ENOMEM, NULL);
+	int r = tc_host_fault(h, dev, &f, hd);
+	json_object *resp = r ? ctl_error(fail_errno(r), NULL) : ok(device_json(hd));
+	free(hd);
+	return resp;
+}
+
+static json_object *op_heal(tc_host *h, json_object *req)
+{
+	if (!tc_host_fault_injection(h))
+		return not_testing("heal");
+	json_object *err = NULL;
+	const char *dev = req_device(req, &err);
+	if (!dev)
+		return err;
+	struct tc_host_device *hd = malloc(sizeof(*hd));
+	if (!hd)
+		return ctl_error(ENOMEM, NULL);
+	int r = tc_host_heal(h, dev, hd);
+	json_object *resp;
+	if (r < 0) {
+		resp = ctl_error(fail_errno(r), NULL);
+	} else {
+		json_object *o = device_json(hd);
+		json_object_object_add(o, "was_armed", json_object_new_boolean(r == 1));
+		resp = ok(o);
+	}
+	free(hd);
+	return resp;
+}
+
 json_object *ctl_execute(tc_host *h, json_object *req, tc_progress_fn fn, void *opaque)
 {
 	json_object *jop;
@@ -568,6 +724,12 @@ json_object *ctl_execute(tc_host *h, json_object *req, tc_progress_fn fn, void *
 		resp = op_detach(h, req, fn, opaque);
 	else if (!strcmp(op, "attach"))
 		resp = op_attach(h, req);
+	else if (!strcmp(op, "fault"))
+		resp = op_fault(h, req);
+	else if (!strcmp(op, "heal"))
+		resp = op_heal(h, req);
+	else if (!strcmp(op, "power_cut"))
+		resp = not_testing("power cut");  /* a testing server answers it before this */
 	else {
 		char msg[128];
 		snprintf(msg, sizeof(msg), "request: unknown op \"%.64s\"", op);

@@ -6,7 +6,9 @@
  * Wire format: a unix stream socket; the client sends one JSON object on one line, the
  * server answers with zero or more progress lines and one final line:
  *   request   {"op": "status" | "stats" | "set" | "flush" | "detach" | "attach" |
- *              "power_cut", ...operands}
+ *              "fault" | "heal" | "power_cut", ...operands}
+ * fault, heal and power_cut are test hooks: only a server started for testing
+ * (plugin parameter testing=1) runs them; any other host answers EPERM.
  *   progress  {"progress": {"dirty_left": BYTES, "dirty_start": BYTES}}
  *   final     {"ok": true, "result": {...}}  or  {"ok": false, "errno": E, "error": "..."}
  * Closing the connection while an operation runs interrupts it (a flush, detach or

@@ -9,7 +9,8 @@
 
 struct ctl_server;
 
-/* Called for {"op": "power_cut"}; it is not expected to return. */
+/* Called for {"op": "power_cut"}; it is not expected to return.  With none given,
+ * power_cut goes to ctl_execute(), which refuses it (a server not started for testing). */
 typedef void (*ctl_power_cut_fn)(void *opaque);
 
 /*

@@ -16,7 +16,7 @@
 struct tc_dev;
 
 struct tc_dev_ops {
-	const char *name;                               /* "file", "memory", "crash" */
+	const char *name;                               /* "file", "memory", "crash", "emu", "fault" */
 	/* Start @io, already checked for range and alignment.  Must complete it through
 	 * tc_dev_complete() exactly once, never from inside this call. */
 	void (*submit)(struct tc_dev *dev, struct tc_io *io);

@@ -5,7 +5,7 @@
  * tc_export_io(), and all caching lives in the library.
  *
  *   nbdkit [-U SOCKET] nbdkit-tiercache-plugin.so dev=SPEC [dev=SPEC ...]
- *          [control=PATH] [socket=SOCKET] [seed=N]
+ *          [control=PATH] [socket=SOCKET] [seed=N] [testing=1]
  *
  * `tiercache serve` builds this command line.  The library's threads start in
  * .after_fork (nbdkit may fork to the background after configuration, and threads do
@@ -13,6 +13,11 @@
  * dirty data kept in the caches.  Multi-conn is safe: a FLUSH on any connection covers
  * every write completed before it on any connection (DESIGN.md invariant 2), because a
  * volume's FLUSH is volume-wide in the engine.
+ *
+ * testing=1 (`tiercache serve --testing`) opens every device under a fault-injection
+ * layer and answers the test hooks of the control socket: fault, heal, power_cut.
+ * Without it the devices are opened bare and those requests are refused, so a
+ * production server can neither be made to fail nor killed through its socket.
  */
 #define NBDKIT_API_VERSION 2
 #include <nbdkit-plugin.h>
@@ -36,6 +41,7 @@ static unsigned nspecs;
 static char *control_path;
 static char *nbd_socket;       /* removed at cleanup (nbdkit leaves it behind) */
 static uint64_t crash_seed = 1;
+static bool testing;
 static tc_ctx *ctx;
 static tc_host *host;
 static struct ctl_server *ctl;
@@ -80,9 +86,14 @@ static int tiercache_config(const char *key, const char *value)
 	} else if (!strcmp(key, "seed")) {
 		if (nbdkit_parse_uint64_t("seed", value, &crash_seed) == -1)
 			return -1;
+	} else if (!strcmp(key, "testing")) {
+		int b = nbdkit_parse_bool(value);
+		if (b == -1)
+			return -1;
+		testing = b;
 	} else {
-		nbdkit_error("unknown parameter \"%s\" (expected dev=, control=, socket=, seed=)",
-			     key);
+		nbdkit_error("unknown parameter \"%s\" (expected dev=, control=, socket=, seed=, "
+			     "testing=)", key);
 		return -1;
 	}
 	return 0;
@@ -101,7 +112,8 @@ static int tiercache_config_complete(void)
 	"dev=SPEC        (required, repeatable) a device: PATH, crash:PATH, emu:PROFILE:PATH\n" \
 	"control=PATH    control socket for the tiercache command\n" \
 	"socket=PATH     the NBD unix socket (-U), removed at shutdown\n" \
-	"seed=N          seed of crash: devices"
+	"seed=N          seed of crash: devices\n" \
+	"testing=1       allow fault injection and power cuts through the control socket"
 
 /* {"op":"power_cut"}: the debug hook of end-to-end power-loss tests.  Unflushed writes
  * of crash devices are applied in part, then the process dies at once, as in a power
@@ -136,12 +148,16 @@ static int tiercache_after_fork(void)
 		return start_failed();
 	}
 	tc_ctx_set_log(ctx, log_sink, NULL, TC_LOG_INFO);
-	struct tc_host_opts ho = { .dev_flags = TC_DEV_EXCLUSIVE, .crash_seed = crash_seed };
+	struct tc_host_opts ho = { .dev_flags = TC_DEV_EXCLUSIVE, .crash_seed = crash_seed,
+				   .fault_injection = testing };
 	r = tc_host_assemble(ctx, (const char *const *)specs, nspecs, &ho, &host);
 	if (r) {
 		nbdkit_error("assembling the volumes failed: %s", strerror(-r));
 		return start_failed();
 	}
+	if (testing)
+		nbdkit_error("warning: started for testing: fault injection and power cuts "
+			     "are allowed through the control socket");
 	for (unsigned i = 0; i < tc_host_export_count(host); i++) {
 		struct tc_export_info info;
 		tc_export_info(tc_host_export_at(host, i), &info);
@@ -149,7 +165,7 @@ static int tiercache_after_fork(void)
 			     info.cache ? info.cache : "uncached");
 	}
 	if (control_path) {
-		r = ctl_server_start(host, control_path, power_cut, NULL, &ctl);
+		r = ctl_server_start(host, control_path, testing ? power_cut : NULL, NULL, &ctl);
 		if (r) {
 			tc_host_close(host);
 			host = NULL;

@@ -8,7 +8,8 @@
 # server must start again on them, and every unit must hold its value as of the last
 # completed flush (or FUA write) or a value written since.  Rounds differ in seed,
 # write policy, cache size (16M: smaller than the region, so the cleaner works under
-# load) and how the devices are served again (crash: or plain paths).
+# load) and how the devices are served again (crash: or plain paths).  The server is
+# started with --testing: only such a server answers `debug power-cut`.
 #
 # To explore more: TC_CRASH_ROUNDS="POLICY,CACHE_SIZE,SEED,SECONDS,crash|plain ..."
 # replaces the rounds, TC_CRASH_CLIENT_OPTS adds options of `tc-crash-client write`
@@ -26,7 +27,7 @@ round() {
 	tc create cache "$T/ssd.img" --size "$csize" --line-size 64K >/dev/null
 	tc attach --cache "$T/ssd.img" --backing "$T/hdd.img" \
 		--device "$T/ssd.img" --device "$T/hdd.img" >/dev/null
-	serve "crash:$T/ssd.img" "crash:$T/hdd.img" --seed "$seed"
+	serve --testing "crash:$T/ssd.img" "crash:$T/hdd.img" --seed "$seed"
 	"$TC_CRASH_CLIENT" write "$(uri vol)" "$T/write.log" --seed "$seed" --length 64M \
 		${TC_CRASH_CLIENT_OPTS:-} >"$T/write.out" 2>&1 &
 	CPID=$!
