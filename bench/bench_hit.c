@@ -28,6 +28,7 @@
 #include <unistd.h>
 
 #include "tiercache.h"
+#include "tiercache-test.h"
 #define BENCH_NAME "tc-bench-hit"
 #include "bench_common.h"
 #include "format.h"     /* tc_fmt_cache_geometry(): where the cache's data area starts */

@@ -10,7 +10,8 @@
  *   tc_ctx     execution context: clock, completion queue, worker thread (threaded mode)
  *              or caller-driven polling (deterministic mode), log sink.
  *   tc_dev     an asynchronous block device: a file or block device (io_uring), memory,
- *              or a crash-test device that models volatile write caches and power loss.
+ *              or an emulated HDD or SSD.  Crash-test devices, fault injection and
+ *              power cuts are test API: tiercache-test.h.
  *   tc_cache   a formatted cache device serving one or more volumes.
  *   tc_volume  one formatted backing device attached to a cache, with its own settings.
  *
@@ -184,6 +185,14 @@ int tc_dev_open_spec(tc_ctx *ctx, const char *spec, unsigned flags, uint64_t siz
 		     uint64_t seed, tc_dev **out);
 
 /*
+ * tc_dev_spec_path - the file behind a device spec (see tc_dev_open_spec): @spec itself
+ * for "PATH", the part after the prefix for "crash:PATH" and "emu:PROFILE:PATH".
+ * Returns a pointer into @spec (never NULL for a non-NULL @spec); a malformed spec
+ * ("emu:" without a second colon) is returned whole, and tc_dev_open_spec says why.
+ */
+const char *tc_dev_spec_path(const char *spec);
+
+/*
  * tc_dev_new_emu - an emulated device: the data lives in the file @path, and every
  * request takes the service time of the modelled device @profile: an HDD (seek by
  * distance, rotation, transfer, one actuator, NCQ reordering) or an SSD (latency,
@@ -208,95 +217,6 @@ int tc_dev_new_emu(tc_ctx *ctx, const char *profile, const char *path, unsigned 
 /* tc_dev_new_memory - a zero-filled RAM device of @size bytes (multiple of 4096). */
 int tc_dev_new_memory(tc_ctx *ctx, uint64_t size, tc_dev **out);
 
-/*
- * tc_dev_new_crash - a crash-test device over the file @path (its durable contents).
- * Writes stay in a volatile layer until a FLUSH (FUA writes are durable on completion);
- * reads see the newest data.  tc_crash_power_cut() then keeps a seed-chosen subset of
- * the unflushed writes, at TC_UNIT_SIZE granularity, and fails all later I/O with -EIO.
- * With TC_DEV_CREATE the file is created or extended to @size (sparse).
- */
-int tc_dev_new_crash(tc_ctx *ctx, const char *path, unsigned flags, uint64_t size,
-		     uint64_t seed, tc_dev **out);
-
-/*
- * tc_crash_power_cut - crash devices only: for every 4 KiB unit written since the last
- * FLUSH, write to the file one of {its durable value, each value written to it since},
- * chosen by the device's seed; drop the rest; from now on every request fails with
- * -EIO.  Returns the number of units whose value changed on the file, or -EINVAL if
- * @dev is not a crash device.
- */
-int tc_crash_power_cut(tc_dev *dev);
-
-/* Kinds of request a fault applies to.  WRITE covers WRITE, WRITE_ZEROES and DISCARD. */
-enum tc_fault_op {
-	TC_FAULT_READ = 0,
-	TC_FAULT_WRITE = 1,
-	TC_FAULT_FLUSH = 2,
-	TC_FAULT_ALL = 3,       /* every request (fault layer only, not tc_crash_fail_nth) */
-};
-
-/*
- * tc_crash_fail_nth - crash devices only: make the @nth (1-based, counted from this
- * call) request of kind @op (READ, WRITE or FLUSH) fail with -EIO; with @persistent
- * every later one fails too.  @nth == 0 clears the fault.  Returns -EINVAL if @dev is
- * not a crash device or @op is TC_FAULT_ALL.
- */
-int tc_crash_fail_nth(tc_dev *dev, enum tc_fault_op op, uint64_t nth, bool persistent);
-
-/* A fault to arm on a fault-injection device (tc_fault_arm). */
-struct tc_fault {
-	enum tc_fault_op op;      /* which requests fail */
-	uint64_t after;           /* matching requests let through first; 0: the next fails */
-	int error;                /* the positive errno they fail with, 1..4095 (EIO, ...) */
-	bool transient;           /* fail one request, then disarm; false: every matching
-	                           * request from then on, until tc_fault_heal() */
-};
-
-/* What a fault-injection device is doing (tc_fault_get). */
-struct tc_fault_state {
-	bool armed;
-	struct tc_fault fault;    /* the fault armed now or last; @after: requests still to
-	                           * let through before it fails them (0 once failing) */
-	uint64_t failed;          /* requests failed by the fault armed now or last */
-	uint64_t failed_total;    /* requests failed since the layer was created */
-};
-
-/*
- * tc_dev_new_fault - a fault-injection layer over @inner: requests pass through to
- * @inner unchanged (with their own counters on both devices) until a fault is armed,
- * then matching requests complete with the fault's errno (negated) without reaching
- * @inner, from a context work item like every completion.  The layer reports @inner's
- * size, logical block size, O_DIRECT use and name; its backend is "fault".  It owns
- * @inner from now on: tc_dev_close() of the layer closes @inner too (also when this
- * call fails).  Errors: -ENOMEM.  Thread-safe like every device; an unarmed layer
- * costs one atomic load and one small allocation per request.
- */
-int tc_dev_new_fault(tc_ctx *ctx, tc_dev *inner, tc_dev **out);
-
-/*
- * tc_fault_arm - arm @f on the fault layer @dev, replacing a fault armed before (its
- * count of requests let through starts again from @f->after).  Takes effect for
- * requests submitted after the call; requests already passed on complete as @inner
- * completes them.  Returns 0, or -EINVAL (not a fault layer, an unknown @f->op, an
- * @f->error outside 1..4095; the message names the device and the value) with the
- * fault left as it was.  Thread-safe.
- */
-int tc_fault_arm(tc_dev *dev, const struct tc_fault *f);
-
-/* tc_fault_heal - disarm the fault of @dev: every request passes through again.
- * Returns 1 if a fault was armed, 0 if none was, -EINVAL if @dev is not a fault layer.
- * Thread-safe. */
-int tc_fault_heal(tc_dev *dev);
-
-/* tc_fault_get - fill @st.  Returns 0, or -EINVAL if @dev is not a fault layer.
- * Thread-safe. */
-int tc_fault_get(tc_dev *dev, struct tc_fault_state *st);
-
-/* Names of fault kinds as the command line and the control protocol spell them:
- * "read", "write", "flush", "all".  tc_fault_op_name() returns "unknown" when out of
- * range; tc_fault_op_parse() returns the enum tc_fault_op value or -EINVAL. */
-const char *tc_fault_op_name(unsigned op);
-int tc_fault_op_parse(const char *s);
 
 /*
  * tc_errno_parse - an errno from its symbolic name (EIO, ENOSPC, ENODEV, ENXIO,
@@ -405,6 +325,31 @@ void tc_cache_opts_default(struct tc_cache_opts *o);
 int tc_cache_format(tc_ctx *ctx, tc_dev *dev, const struct tc_cache_opts *opts);
 
 /*
+ * struct tc_cache_layout - where tc_cache_format puts things on a cache device of a
+ * given size: @lines cache lines of the line size, whose data area starts at
+ * @data_offset (bytes from the device's start) and runs for lines * line size bytes.
+ */
+struct tc_cache_layout {
+	uint64_t lines;
+	uint64_t data_offset;   /* bytes */
+};
+
+/*
+ * tc_cache_layout_for - the layout tc_cache_format would give a device of @dev_size
+ * bytes with cache lines of @line_size bytes (a power of two, 4 KiB to 64 KiB).
+ * Errors: -EINVAL (line size), -ENOSPC (too small for 16 lines plus metadata).
+ */
+int tc_cache_layout_for(uint64_t dev_size, uint32_t line_size, struct tc_cache_layout *out);
+
+/*
+ * tc_cache_size_for - the smallest cache device size (bytes, a multiple of @line_size)
+ * that holds at least @lines cache lines of @line_size bytes with their metadata: how
+ * big to make a cache for a wanted capacity.  Errors: -EINVAL (line size, or @lines
+ * above 2^32 - 1), -ENOSPC (@lines below 16).
+ */
+int tc_cache_size_for(uint64_t lines, uint32_t line_size, uint64_t *dev_size);
+
+/*
  * tc_backing_format - write a backing superblock onto @dev naming the volume @name.
  * The volume's data starts at TC_BACKING_DATA_OFFSET; its size is the rest of the
  * device rounded down to 4 KiB.  @settings NULL for defaults.
@@ -441,16 +386,6 @@ int tc_cache_open(tc_ctx *ctx, tc_dev *dev, tc_cache **out);
  */
 int tc_cache_close(tc_cache *cache);
 
-/*
- * tc_cache_abandon - process death, for crash tests: no metadata commit, no superblock
- * write, requests in flight are freed without completing.  Deterministic mode: frees at
- * once; the context must then be freed (tc_ctx_free) before it is polled again, since
- * its queue may point into the freed requests.  Threaded mode: first waits for the
- * requests and background work already in flight to finish (cut the devices' power
- * first so they fail fast), since device threads would otherwise complete into freed
- * memory.
- */
-void tc_cache_abandon(tc_cache *cache);
 
 #define TC_ATTACH_DISCARD_DIRTY 0x1u /* stale backing: drop the cache's dirty lines for it */
 
@@ -657,46 +592,7 @@ int tc_host_assemble(tc_ctx *ctx, const char *const *specs, unsigned nspecs,
  * flush of every uncached backing; frees the host.  Returns the first error. */
 int tc_host_close(tc_host *host);
 
-/* tc_host_power_cut - crash devices only: every "crash:" device of the host loses
- * power at the same instant (first all refuse new requests, then each applies
- * tc_crash_power_cut()).  Returns the number of devices cut. */
-int tc_host_power_cut(tc_host *host);
 
-/* ---- Fault injection on a host's devices (hosts assembled with fault_injection) ---- */
-
-#define TC_SPEC_MAX 4352          /* longest device spec tc_host_device holds, bytes */
-
-/* One device of a host, as tc_host_device_at(), tc_host_fault() and tc_host_heal()
- * report it (a copy: it stays valid whatever the host does next). */
-struct tc_host_device {
-	char spec[TC_SPEC_MAX];   /* the spec it was opened with */
-	enum tc_probe_kind kind;  /* TC_PROBE_CACHE or TC_PROBE_BACKING */
-	bool fault_injection;     /* under a fault layer: @fault is its state */
-	struct tc_fault_state fault;
-};
-
-/* tc_host_fault_injection - the host's devices are under fault layers. */
-bool tc_host_fault_injection(tc_host *host);
-
-/* tc_host_device_at - copy the @i-th device of the host into @out.  Returns 0, or
- * -ENOENT past the end.  Thread-safe. */
-int tc_host_device_at(tc_host *host, unsigned i, struct tc_host_device *out);
-
-/*
- * tc_host_fault - arm @f (see tc_fault_arm) on the host's device @device, named by its
- * spec or by a path to the same file ("crash:/a" also matches "/a"); a cache device's
- * failures reach its cache engine as device errors, a backing's its volume.  @out (may
- * be NULL) receives the device's state after the call.  Returns 0, -EPERM (the host was
- * assembled without fault_injection), -ENOENT (no such device: the message lists the
- * host's devices), -EINVAL (a bad @f); on an error nothing changed.  Thread-safe; it
- * does not wait for management operations (a detach draining, say).
- */
-int tc_host_fault(tc_host *host, const char *device, const struct tc_fault *f,
-		  struct tc_host_device *out);
-
-/* tc_host_heal - disarm the fault of @device (tc_fault_heal).  Returns 1 if a fault was
- * armed, 0 if none was, or the errors of tc_host_fault.  Thread-safe. */
-int tc_host_heal(tc_host *host, const char *device, struct tc_host_device *out);
 
 unsigned tc_host_export_count(tc_host *host);
 tc_export *tc_host_export_at(tc_host *host, unsigned i);   /* NULL past the end */
@@ -741,6 +637,13 @@ struct tc_export_info {
 };
 
 void tc_export_info(tc_export *exp, struct tc_export_info *info);
+
+/*
+ * tc_export_block_size - the export's preferred request size in bytes, for NBD's block
+ * size negotiation: the cache's line size when the export is cached (smaller writes
+ * are partial lines), else 4096.  Always a power of two from 4096 to 65536.
+ */
+uint32_t tc_export_block_size(tc_export *exp);
 
 /*
  * tc_export_io - one request on the export, synchronously (any thread): READ/WRITE
@@ -804,6 +707,14 @@ void tc_volume_stats(tc_volume *vol, struct tc_volume_stats *st);
 void tc_volume_stats_reset(tc_volume *vol);
 void tc_cache_stats(tc_cache *cache, struct tc_cache_stats *st);
 
+/*
+ * tc_volume_valid_bytes - residency: how many bytes of the volume range [@off, @off +
+ * @len) (bytes) are held by valid 4 KiB units in the cache right now.  A snapshot (the
+ * cache changes under concurrent I/O); any thread.  The replay tools read it just
+ * before each request to report a byte hit ratio.  Out-of-range bytes count as absent.
+ */
+uint64_t tc_volume_valid_bytes(tc_volume *vol, uint64_t off, uint64_t len);
+
 /* tc_volume_stats_json - counters as a JSON object (snake_case keys, bytes in bytes).
  * Returns a malloc'ed string (free() it) or NULL on -ENOMEM. */
 char *tc_volume_stats_json(tc_volume *vol);
@@ -816,6 +727,17 @@ const char *tc_flush_rate_name(unsigned r);
 int tc_flush_rate_parse(const char *s);
 const char *tc_replacement_name(unsigned r);
 int tc_replacement_parse(const char *s);
+const char *tc_admission_name(unsigned a);      /* "always", "nhit" */
+int tc_admission_parse(const char *s);
+const char *tc_fill_name(unsigned f);           /* "sectors", "line" */
+int tc_fill_parse(const char *s);
+
+/*
+ * tc_volume_name_valid - whether @name may name a volume (tc_backing_format): 1 to
+ * TC_NAME_MAX - 1 characters of [A-Za-z0-9._-], not "." or "..", not starting with '-'
+ * (names become export names and command arguments).  NULL is not valid.
+ */
+bool tc_volume_name_valid(const char *name);
 
 /*
  * tc_size_parse - a size in bytes from "4096", "64K", "1M", "2GiB", "1T" (suffixes K, M,

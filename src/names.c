@@ -14,6 +14,7 @@
 #include <string.h>
 #include <strings.h>
 #include "tiercache.h"
+#include "tiercache-test.h"
 #include "policy.h"
 
 static const char *const write_policy_names[] = {
@@ -27,6 +28,16 @@ static const char *const flush_rate_names[] = {
 	[TC_FLUSH_LOW] = "low",
 	[TC_FLUSH_MEDIUM] = "medium",
 	[TC_FLUSH_HIGH] = "high",
+};
+
+static const char *const admission_names[] = {
+	[TC_ADMIT_ALWAYS] = "always",
+	[TC_ADMIT_NHIT] = "nhit",
+};
+
+static const char *const fill_names[] = {
+	[TC_FILL_SECTORS] = "sectors",
+	[TC_FILL_LINE] = "line",
 };
 
 static const struct {
@@ -91,6 +102,47 @@ int tc_replacement_parse(const char *s)
 		if (strcmp(replacements[i].name, s) == 0)
 			return (int)i;
 	return -EINVAL;
+}
+
+/* tc_admission_name - "always", "nhit" for enum tc_admission; "unknown" when out of
+ * range. */
+const char *tc_admission_name(unsigned a)
+{
+	return a < ARRAY_SIZE(admission_names) ? admission_names[a] : "unknown";
+}
+
+/* tc_admission_parse - the enum tc_admission value named @s, or -EINVAL. */
+int tc_admission_parse(const char *s)
+{
+	return name_parse(admission_names, ARRAY_SIZE(admission_names), s);
+}
+
+/* tc_fill_name - "sectors", "line" for enum tc_fill; "unknown" when out of range. */
+const char *tc_fill_name(unsigned f)
+{
+	return f < ARRAY_SIZE(fill_names) ? fill_names[f] : "unknown";
+}
+
+/* tc_fill_parse - the enum tc_fill value named @s, or -EINVAL. */
+int tc_fill_parse(const char *s)
+{
+	return name_parse(fill_names, ARRAY_SIZE(fill_names), s);
+}
+
+bool tc_volume_name_valid(const char *name)
+{
+	size_t n = name ? strlen(name) : 0;
+	if (n == 0 || n >= TC_NAME_MAX)
+		return false;
+	if (!strcmp(name, ".") || !strcmp(name, "..") || name[0] == '-')
+		return false;
+	for (size_t i = 0; i < n; i++) {
+		char ch = name[i];
+		if (!((ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') ||
+		      (ch >= '0' && ch <= '9') || ch == '.' || ch == '_' || ch == '-'))
+			return false;
+	}
+	return true;
 }
 
 /* tc_repl_ops_get - the ops table of enum tc_replacement @id, or NULL if out of range. */

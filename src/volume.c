@@ -23,8 +23,10 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "cache_priv.h"   /* tc_export_block_size: the cache's line size */
 #include "ctx.h"
 #include "tiercache.h"
+#include "tiercache-test.h"
 
 struct host_dev {
 	char *spec;                /* as given */
@@ -77,17 +79,6 @@ static void *grow(void *arr, unsigned *cap, unsigned need, size_t elem)
 
 /* ---- devices ---------------------------------------------------------------------- */
 
-static const char *spec_path(const char *spec)
-{
-	if (!strncmp(spec, "crash:", 6))
-		return spec + 6;
-	if (!strncmp(spec, "emu:", 4)) {
-		const char *c = strchr(spec + 4, ':');
-		return c ? c + 1 : spec;
-	}
-	return spec;
-}
-
 /* The host's device given as @spec, or with the same file behind it (@st, when
  * @have), or NULL.  Caller holds h->lock. */
 static struct host_dev *host_dev_match(tc_host *h, const char *spec, bool have,
@@ -104,7 +95,7 @@ static struct host_dev *host_dev_match(tc_host *h, const char *spec, bool have,
 static struct host_dev *host_dev_find(tc_host *h, const char *spec)
 {
 	struct stat st;
-	bool have = stat(spec_path(spec), &st) == 0;
+	bool have = stat(tc_dev_spec_path(spec), &st) == 0;
 	pthread_mutex_lock(&h->lock);
 	struct host_dev *found = host_dev_match(h, spec, have, &st);
 	pthread_mutex_unlock(&h->lock);
@@ -123,7 +114,7 @@ static int host_dev_open(tc_host *h, const char *spec, struct host_dev **out)
 		return -ENOMEM;
 	}
 	struct stat st;
-	if (stat(spec_path(spec), &st) == 0) {
+	if (stat(tc_dev_spec_path(spec), &st) == 0) {
 		d->st_dev = st.st_dev;
 		d->st_ino = st.st_ino;
 	}
@@ -282,6 +273,12 @@ void tc_export_info(tc_export *e, struct tc_export_info *info)
 	info->backing = e->backing->spec;
 	info->cache = c ? c->spec : NULL;
 	info->volume = atomic_load(&e->vol);
+}
+
+uint32_t tc_export_block_size(tc_export *e)
+{
+	tc_volume *v = atomic_load(&e->vol);
+	return v ? v->cache->line_size : TC_UNIT_SIZE;
 }
 
 /* ---- assembly --------------------------------------------------------------------- */
@@ -696,7 +693,7 @@ static struct host_dev *host_fault_target(tc_host *h, const char *device, const 
 		return NULL;
 	}
 	struct stat st;
-	bool have = stat(spec_path(device), &st) == 0;
+	bool have = stat(tc_dev_spec_path(device), &st) == 0;
 	pthread_mutex_lock(&h->lock);
 	struct host_dev *d = host_dev_match(h, device, have, &st);
 	if (d)

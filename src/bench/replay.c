@@ -24,6 +24,7 @@
 #include "cache_priv.h"   /* the map, for the hit bytes of a request (see replay.h) */
 #include "format.h"       /* tc_fmt_cache_geometry: cache device size */
 #include "replay.h"
+#include "tiercache-test.h"
 
 #define PROGRESS_EVERY 512u          /* requests between progress calls */
 #define DIRTY_SAMPLE_EVERY 64u       /* requests between dirty samples */

@@ -16,6 +16,7 @@
 #include <time.h>
 #include <unistd.h>
 #include "cache_priv.h"
+#include "tiercache-test.h"
 
 /* ---- map ------------------------------------------------------------------------- */
 
@@ -387,24 +388,6 @@ int tc_cache_format(tc_ctx *ctx, tc_dev *dev, const struct tc_cache_opts *opts)
 	return r;
 }
 
-static bool name_ok(const char *name)
-{
-	size_t n = name ? strlen(name) : 0;
-	if (n == 0 || n >= TC_NAME_MAX)
-		return false;
-	/* Names become export names and command arguments: no "." or "..", no leading
-	 * dash that would read as an option. */
-	if (!strcmp(name, ".") || !strcmp(name, "..") || name[0] == '-')
-		return false;
-	for (size_t i = 0; i < n; i++) {
-		char ch = name[i];
-		if (!((ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') ||
-		      (ch >= '0' && ch <= '9') || ch == '.' || ch == '_' || ch == '-'))
-			return false;
-	}
-	return true;
-}
-
 int tc_backing_format(tc_ctx *ctx, tc_dev *dev, const char *name,
 		      const struct tc_volume_settings *settings)
 {
@@ -420,7 +403,7 @@ int tc_backing_format_striped(tc_ctx *ctx, tc_dev *dev, const char *name,
 		       dev->name, stripe_size, TC_UNIT_SIZE, TC_STRIPE_MAX);
 		return -EINVAL;
 	}
-	if (!name_ok(name)) {
+	if (!tc_volume_name_valid(name)) {
 		tc_err(ctx, "backing %s: volume name %s%s%s must be 1-%d characters of "
 		       "[A-Za-z0-9._-], not \".\", \"..\" or starting with '-'", dev->name,
 		       name ? "\"" : "", name ? name : "(null)", name ? "\"" : "",
@@ -771,7 +754,11 @@ int tc_cache_open(tc_ctx *ctx, tc_dev *dev, tc_cache **out)
 uint64_t tc_volume_valid_bytes(tc_volume *v, uint64_t off, uint64_t len)
 {
 	struct tc_cache *c = v->cache;
-	uint64_t end = off + len, pos = off, got = 0;
+	uint64_t pos = off, got = 0, end;
+
+	if (off >= v->size)
+		return 0;
+	end = len > v->size - off ? v->size : off + len;
 
 	while (pos < end) {
 		uint32_t line_no = (uint32_t)(pos >> c->line_shift);

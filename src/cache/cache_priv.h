@@ -335,9 +335,4 @@ static inline uint16_t tc_units_mask(unsigned a, unsigned b)
 /* Aligned buffer allocation for device I/O (4096-aligned). */
 void *tc_alloc_buf(size_t len);
 
-/* tc_volume_valid_bytes - bytes of [@off, @off + @len) (volume bytes) held by valid
- * 4 KiB units of the volume's lines right now: the byte hit ratio of the replay tools,
- * read just before a request is submitted. */
-uint64_t tc_volume_valid_bytes(tc_volume *v, uint64_t off, uint64_t len);
-
 #endif /* TC_CACHE_PRIV_H */

@@ -776,3 +776,47 @@ int tc_fmt_cache_geometry(uint64_t dev_size, uint32_t line_size, struct tc_cache
 	sb->data_offset = data_offset_for(lo, line_size);
 	return 0;
 }
+
+int tc_cache_layout_for(uint64_t dev_size, uint32_t line_size, struct tc_cache_layout *out)
+{
+	struct tc_cache_sb sb;
+
+	memset(&sb, 0, sizeof(sb));
+	int r = tc_fmt_cache_geometry(dev_size, line_size, &sb);
+	if (r)
+		return r;
+	out->lines = sb.nslots;
+	out->data_offset = sb.data_offset;
+	return 0;
+}
+
+/* The metadata area grows with the line count, so the smallest device is found by
+ * stepping up from lines * line_size: each step adds the lines still missing, and the
+ * data offset (aligned to 64 KiB or a line) settles within a few steps. */
+int tc_cache_size_for(uint64_t lines, uint32_t line_size, uint64_t *dev_size)
+{
+	struct tc_cache_sb sb;
+
+	if (!line_size_ok(line_size) || lines > UINT32_MAX)
+		return -EINVAL;
+	if (lines < TC_MIN_LINES)
+		return -ENOSPC;
+	uint64_t dev = lines * line_size;
+	for (;;) {
+		memset(&sb, 0, sizeof(sb));
+		int r = tc_fmt_cache_geometry(dev, line_size, &sb);
+		if (r == 0 && sb.nslots >= lines)
+			break;
+		dev += r == 0 && sb.nslots + 1 < lines ? (lines - sb.nslots) * line_size : line_size;
+	}
+	/* The step above may overshoot by the lines the metadata took: walk back while a
+	 * line less still holds @lines. */
+	while (dev > line_size) {
+		memset(&sb, 0, sizeof(sb));
+		if (tc_fmt_cache_geometry(dev - line_size, line_size, &sb) || sb.nslots < lines)
+			break;
+		dev -= line_size;
+	}
+	*dev_size = dev;
+	return 0;
+}

@@ -93,23 +93,6 @@ static const struct option options[] = {
 	{ NULL, 0, NULL, 0 },
 };
 
-/* The library's rule for volume names (tc_backing_format), checked here too so that a
- * bad --name is bad usage (exit 2) before any device is opened or created. */
-static bool name_ok(const char *name)
-{
-	size_t n = strlen(name);
-	if (n == 0 || n >= TC_NAME_MAX || !strcmp(name, ".") || !strcmp(name, "..") ||
-	    name[0] == '-')
-		return false;
-	for (size_t i = 0; i < n; i++) {
-		char ch = name[i];
-		if (!((ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') ||
-		      (ch >= '0' && ch <= '9') || ch == '.' || ch == '_' || ch == '-'))
-			return false;
-	}
-	return true;
-}
-
 static bool pow2_in(uint64_t v, uint64_t lo, uint64_t hi)
 {
 	return v >= lo && v <= hi && !(v & (v - 1));
@@ -260,7 +243,7 @@ int cmd_create(int argc, char **argv)
 	if (backing && (line || repl >= 0 || csum >= 0))
 		return cli_usage("create backing: --line-size, --replacement and --checksums are "
 				 "for caches");
-	if (backing && !name_ok(name))
+	if (backing && !tc_volume_name_valid(name))
 		return cli_usage("--name: \"%s\" is not a volume name (1-%d characters of "
 				 "[A-Za-z0-9._-], not \".\", \"..\" or starting with '-')", name,
 				 TC_NAME_MAX - 1);

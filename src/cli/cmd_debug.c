@@ -15,6 +15,7 @@
 
 #include "cli.h"
 #include "ctl.h"
+#include "tiercache-test.h"
 
 static const char debug_help[] =
 "NAME\n"

@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "ctl.h"
+#include "tiercache-test.h"
 
 /* ---- message capture -------------------------------------------------------------- */
 

@@ -35,6 +35,7 @@
 #include <unistd.h>
 
 #include "dev.h"
+#include "tiercache-test.h"
 
 /* The pending versions of one 4 KiB unit, oldest first. */
 struct crash_unit {

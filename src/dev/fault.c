@@ -23,6 +23,7 @@
 #include <string.h>
 
 #include "dev.h"
+#include "tiercache-test.h"
 
 struct fault_dev {
 	struct tc_dev dev;              /* first: tc_dev * and fault_dev * convert */

@@ -9,6 +9,18 @@
 #include <string.h>
 
 #include "dev.h"
+#include "tiercache-test.h"
+
+const char *tc_dev_spec_path(const char *spec)
+{
+	if (!strncmp(spec, "crash:", 6))
+		return spec + 6;
+	if (!strncmp(spec, "emu:", 4)) {
+		const char *colon = strchr(spec + 4, ':');
+		return colon ? colon + 1 : spec;
+	}
+	return spec;
+}
 
 int tc_dev_open_spec(tc_ctx *ctx, const char *spec, unsigned flags, uint64_t size,
 		     uint64_t seed, tc_dev **out)

@@ -32,6 +32,7 @@
 #include "ctl.h"
 #include "ctl_server.h"
 #include "tiercache.h"
+#include "tiercache-test.h"
 
 #define THREAD_MODEL NBDKIT_THREAD_MODEL_PARALLEL
 
@@ -241,20 +242,8 @@ static int64_t tiercache_get_size(void *handle)
 static int tiercache_block_size(void *handle, uint32_t *minimum, uint32_t *preferred,
 				uint32_t *maximum)
 {
-	struct tc_export_info info;
-	tc_export_info(handle, &info);
 	*minimum = TC_SECTOR_SIZE;
-	*preferred = TC_UNIT_SIZE;
-	if (info.volume) {
-		struct tc_cache_stats st;
-		tc_cache *c;
-		const char *spec;
-		for (unsigned i = 0; (c = tc_host_cache_at(host, i, &spec)); i++)
-			if (!strcmp(spec, info.cache)) {
-				tc_cache_stats(c, &st);
-				*preferred = (uint32_t)st.line_size;
-			}
-	}
+	*preferred = tc_export_block_size(handle);
 	*maximum = 0xffffffff;
 	return 0;
 }

@@ -40,6 +40,7 @@
 
 #include "model.h"
 #include "tiercache.h"
+#include "tiercache-test.h"
 
 #define LINE_SIZE 16384u
 #define CACHE_LINES 24u

@@ -40,6 +40,7 @@
 
 #include "model.h"
 #include "tiercache.h"
+#include "tiercache-test.h"
 
 #define MAX_VOLUMES 3
 #define MAX_INFLIGHT 8

@@ -16,6 +16,7 @@
 #include <string.h>
 #include <unistd.h>
 #include "tiercache.h"
+#include "tiercache-test.h"
 #include "format.h"
 #include <json-c/json.h>
 

@@ -19,6 +19,7 @@
 #include <cmocka.h>
 
 #include "dev.h"
+#include "tiercache-test.h"
 
 #define DEV_SIZE (1u << 20)
 #define UNIT TC_UNIT_SIZE

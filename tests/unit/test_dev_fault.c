@@ -21,6 +21,7 @@
 #include <cmocka.h>
 
 #include "dev.h"
+#include "tiercache-test.h"
 
 #define DEV_SIZE (1u << 20)
 #define BS 4096u

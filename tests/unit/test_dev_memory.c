@@ -16,6 +16,7 @@
 #include <cmocka.h>
 
 #include "dev.h"
+#include "tiercache-test.h"
 
 #define DEV_SIZE (1u << 20)
 

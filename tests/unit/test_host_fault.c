@@ -17,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "tiercache.h"
+#include "tiercache-test.h"
 
 #define MIB (1024u * 1024u)
 
