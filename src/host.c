@@ -1,18 +1,14 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * volume.c - hosts: every cache and volume found on a set of devices, assembled from
- * their superblocks alone (DESIGN.md invariant 6), and the exports that serve them.
- *
- * An export is a volume as clients see it: through its cache (a tc_volume), or
- * straight to the backing's data area when the volume has no cache or its cache is
- * missing.  Live attach and detach switch an export between the two; the switch waits
- * for the requests in flight and holds new ones back for that moment (the export's
- * freeze), which is why every request goes through tc_export_io().
+ * host.c - hosts: every cache and volume found on a set of devices, assembled from
+ * their superblocks alone (docs/architecture.md, invariant 6): devices are opened and
+ * probed, caches opened, each backing attached to its cache or served uncached; then
+ * live attach and detach, power cuts of a whole host and fault injection on its
+ * devices.  The exports that serve the volumes are in export.c.
  *
  * Locking: host->lock protects the device and export tables (they only grow, and
  * their elements are freed only by tc_host_close()); one management operation at a
- * time runs under host->mgmt.  An export's freeze uses exp->lock only on the slow
- * path: requests count themselves in exp->inflight with atomics.
+ * time runs under host->mgmt.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -23,48 +19,12 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "cache_priv.h"   /* tc_export_block_size: the cache's line size */
-#include "ctx.h"
-#include "tiercache.h"
+#include "host.h"
 #include "tiercache-test.h"
 
-struct host_dev {
-	char *spec;                /* as given */
-	dev_t st_dev;              /* identity of the file behind (stat), to match specs */
-	ino_t st_ino;
-	tc_dev *dev;               /* what the engine uses: @base, or the fault layer over it */
-	tc_dev *base;              /* the device opened from @spec */
-	struct tc_probe probe;
-	tc_cache *cache;           /* an open cache */
-	bool cache_failed;         /* a cache that did not open */
-};
-
-struct tc_export {
-	tc_host *host;
-	char name[TC_NAME_MAX];
-	uint64_t size, data_offset;          /* bytes */
-	_Atomic int state;                   /* enum tc_export_state */
-	struct host_dev *backing;
-	struct host_dev *_Atomic cache;      /* NULL when uncached */
-	tc_volume *_Atomic vol;              /* NULL when uncached */
-	_Atomic unsigned inflight;
-	atomic_bool frozen;
-	pthread_mutex_t lock;
-	pthread_cond_t cond;
-};
-
-struct tc_host {
-	tc_ctx *ctx;
-	struct tc_host_opts opts;
-	pthread_mutex_t lock;
-	pthread_mutex_t mgmt;
-	struct host_dev **devs;
-	unsigned ndevs, devs_cap;
-	tc_export **exps;
-	unsigned nexps, exps_cap;
-};
-
-static void *grow(void *arr, unsigned *cap, unsigned need, size_t elem)
+/* host_grow - @arr with room for @need elements of @elem bytes (doubling *@cap), or
+ * NULL on -ENOMEM (then @arr is unchanged). */
+void *host_grow(void *arr, unsigned *cap, unsigned need, size_t elem)
 {
 	if (need <= *cap)
 		return arr;
@@ -128,7 +88,7 @@ static int host_dev_open(tc_host *h, const char *spec, struct host_dev **out)
 		r = tc_dev_probe(h->ctx, d->dev, &d->probe);
 	if (!r) {
 		pthread_mutex_lock(&h->lock);
-		struct host_dev **n = grow(h->devs, &h->devs_cap, h->ndevs + 1, sizeof(*n));
+		struct host_dev **n = host_grow(h->devs, &h->devs_cap, h->ndevs + 1, sizeof(*n));
 		if (n) {
 			h->devs = n;
 			h->devs[h->ndevs++] = d;
@@ -158,127 +118,6 @@ static struct host_dev *host_cache_by_uuid(tc_host *h, const char *uuid)
 			found = h->devs[i];
 	pthread_mutex_unlock(&h->lock);
 	return found;
-}
-
-/* ---- exports ---------------------------------------------------------------------- */
-
-static int export_add(tc_host *h, struct host_dev *backing, struct host_dev *cache,
-		      tc_volume *vol, enum tc_export_state state, tc_export **out)
-{
-	pthread_mutex_lock(&h->lock);
-	for (unsigned i = 0; i < h->nexps; i++)
-		if (!strcmp(h->exps[i]->name, backing->probe.name)) {
-			pthread_mutex_unlock(&h->lock);
-			tc_err(h->ctx, "volume \"%s\": on two backings (%s and %s)",
-			       backing->probe.name, h->exps[i]->backing->spec, backing->spec);
-			return -EEXIST;
-		}
-	tc_export *e = calloc(1, sizeof(*e));
-	tc_export **n = grow(h->exps, &h->exps_cap, h->nexps + 1, sizeof(*n));
-	if (!e || !n) {
-		pthread_mutex_unlock(&h->lock);
-		free(e);
-		return -ENOMEM;
-	}
-	h->exps = n;
-	e->host = h;
-	snprintf(e->name, sizeof(e->name), "%s", backing->probe.name);
-	e->size = vol ? tc_volume_size(vol) : backing->probe.volume_size;
-	e->data_offset = backing->probe.data_offset;
-	e->backing = backing;
-	atomic_init(&e->cache, cache);
-	atomic_init(&e->vol, vol);
-	atomic_init(&e->state, (int)state);
-	pthread_mutex_init(&e->lock, NULL);
-	pthread_cond_init(&e->cond, NULL);
-	h->exps[h->nexps++] = e;
-	pthread_mutex_unlock(&h->lock);
-	if (out)
-		*out = e;
-	return 0;
-}
-
-/* Wait until no request is in flight, holding new ones back until export_thaw(). */
-static void export_freeze(tc_export *e)
-{
-	pthread_mutex_lock(&e->lock);
-	atomic_store(&e->frozen, true);
-	while (atomic_load(&e->inflight))
-		pthread_cond_wait(&e->cond, &e->lock);
-	pthread_mutex_unlock(&e->lock);
-}
-
-static void export_thaw(tc_export *e)
-{
-	pthread_mutex_lock(&e->lock);
-	atomic_store(&e->frozen, false);
-	pthread_cond_broadcast(&e->cond);
-	pthread_mutex_unlock(&e->lock);
-}
-
-static void export_enter(tc_export *e)
-{
-	for (;;) {
-		atomic_fetch_add(&e->inflight, 1);
-		if (!atomic_load(&e->frozen))
-			return;
-		/* Frozen: step back out (waking the freezer if last), wait for the thaw. */
-		pthread_mutex_lock(&e->lock);
-		if (atomic_fetch_sub(&e->inflight, 1) == 1)
-			pthread_cond_broadcast(&e->cond);
-		while (atomic_load(&e->frozen))
-			pthread_cond_wait(&e->cond, &e->lock);
-		pthread_mutex_unlock(&e->lock);
-	}
-}
-
-static void export_exit(tc_export *e)
-{
-	if (atomic_fetch_sub(&e->inflight, 1) == 1 && atomic_load(&e->frozen)) {
-		pthread_mutex_lock(&e->lock);
-		pthread_cond_broadcast(&e->cond);
-		pthread_mutex_unlock(&e->lock);
-	}
-}
-
-int tc_export_io(tc_export *e, enum tc_op op, unsigned flags, void *buf, uint64_t len,
-		 uint64_t off)
-{
-	int r;
-	export_enter(e);
-	tc_volume *vol = atomic_load(&e->vol);
-	if (vol) {
-		r = tc_volume_io(vol, op, flags, buf, len, off);
-	} else if (op != TC_OP_FLUSH && (off % TC_SECTOR_SIZE || len % TC_SECTOR_SIZE ||
-					 off > e->size || len > e->size - off || !len)) {
-		tc_err(e->host->ctx, "volume \"%s\": request offset %" PRIu64 " length %" PRIu64
-		       " is %s (size %" PRIu64 ")", e->name, off, len,
-		       off % TC_SECTOR_SIZE || len % TC_SECTOR_SIZE ? "not 512-byte aligned" :
-		       !len ? "empty" : "beyond the end", e->size);
-		r = -EINVAL;
-	} else {
-		r = tc_dev_io(e->backing->dev, op, flags, buf, len,
-			      op == TC_OP_FLUSH ? 0 : off + e->data_offset);
-	}
-	export_exit(e);
-	return r;
-}
-
-void tc_export_info(tc_export *e, struct tc_export_info *info)
-{
-	struct host_dev *c = atomic_load(&e->cache);
-	info->name = e->name;
-	info->size = e->size;
-	info->state = (enum tc_export_state)atomic_load(&e->state);
-	info->backing = e->backing->spec;
-	info->cache = c ? c->spec : NULL;
-	info->volume = atomic_load(&e->vol);
-}
-
-uint32_t tc_export_block_size(tc_export *e)
-{
-	tc_volume *v = atomic_load(&e->vol);
-	return v ? v->cache->line_size : TC_UNIT_SIZE;
 }
 
 /* ---- assembly --------------------------------------------------------------------- */

@@ -1,0 +1,68 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * host.h - the host's and the export's private structures, shared by host.c
+ * (assembly, live attach and detach, fault injection) and export.c (the I/O path of an
+ * export and its freeze).  Library-internal: front ends see tc_host and tc_export only
+ * as opaque handles.
+ */
+#ifndef TC_HOST_H
+#define TC_HOST_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <sys/stat.h>
+
+#include "ctx.h"
+#include "tiercache.h"
+
+struct host_dev {
+	char *spec;                /* as given */
+	dev_t st_dev;              /* identity of the file behind (stat), to match specs */
+	ino_t st_ino;
+	tc_dev *dev;               /* what the engine uses: @base, or the fault layer over it */
+	tc_dev *base;              /* the device opened from @spec */
+	struct tc_probe probe;
+	tc_cache *cache;           /* an open cache */
+	bool cache_failed;         /* a cache that did not open */
+};
+
+struct tc_export {
+	tc_host *host;
+	char name[TC_NAME_MAX];
+	uint64_t size, data_offset;          /* bytes */
+	_Atomic int state;                   /* enum tc_export_state */
+	struct host_dev *backing;
+	struct host_dev *_Atomic cache;      /* NULL when uncached */
+	tc_volume *_Atomic vol;              /* NULL when uncached */
+	_Atomic unsigned inflight;
+	atomic_bool frozen;
+	pthread_mutex_t lock;
+	pthread_cond_t cond;
+};
+
+struct tc_host {
+	tc_ctx *ctx;
+	struct tc_host_opts opts;
+	pthread_mutex_t lock;
+	pthread_mutex_t mgmt;
+	struct host_dev **devs;
+	unsigned ndevs, devs_cap;
+	tc_export **exps;
+	unsigned nexps, exps_cap;
+};
+
+void *host_grow(void *arr, unsigned *cap, unsigned need, size_t elem);
+
+/* export_add - a new export of the volume on @backing (its probe names it), through
+ * @vol on @cache or uncached (@cache and @vol NULL), in @state; *@out when @out.
+ * Errors: -EEXIST (a volume of that name on another backing; logged), -ENOMEM. */
+int export_add(tc_host *h, struct host_dev *backing, struct host_dev *cache,
+	       tc_volume *vol, enum tc_export_state state, tc_export **out);
+
+/* export_freeze - wait until no request of @e is in flight and hold new ones back
+ * until export_thaw(); for switching the export between cached and uncached. */
+void export_freeze(tc_export *e);
+void export_thaw(tc_export *e);
+
+#endif /* TC_HOST_H */
