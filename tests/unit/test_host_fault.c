@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * test_host_fault.c - fault injection on a host's devices (src/volume.c): a host
+ * test_host_fault.c - fault injection on a host's devices (src/host.c): a host
  * assembled with fault_injection puts every device under a fault layer; tc_host_fault
  * finds a device by its spec or its path; failing the backing's writes fails the
  * clients' writes of a write-through volume with the chosen errno, healing brings them

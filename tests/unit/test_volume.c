@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * test_volume.c - hosts (src/volume.c) and read-only inspection (src/cache/inspect.c):
+ * test_volume.c - hosts (src/host.c, src/export.c) and read-only inspection (src/cache/inspect.c):
  * what a device holds, assembling volumes from superblocks alone, the refusals, the
  * uncached and degraded exports, device locks, and live attach and detach while client
  * threads write and verify.
