@@ -114,6 +114,23 @@ const char *tc_fault_op_name(unsigned op);
 int tc_fault_op_parse(const char *s);
 
 /* ------------------------------------------------------------------------------------
+ * Emulated devices: what the model did
+ */
+
+/* What an emulated device (emu.c) modelled since it was opened; times are model time. */
+struct tc_emu_stats {
+	uint64_t requests;      /* requests started (service began) */
+	uint64_t busy_ns;       /* sum of service times: HDD actuator busy time, ns */
+	uint64_t wait_ns;       /* sum of queueing delays, arrival to start of service, ns */
+	uint64_t positioned;    /* HDD: requests that needed seek and/or rotation */
+	uint64_t reordered;     /* HDD: requests started ahead of an older queued one (NCQ) */
+};
+
+/* tc_emu_stats - copy @dev's model counters (average service time = busy_ns /
+ * requests).  Returns 0, or -EINVAL if @dev is not an emulated device.  Thread-safe. */
+int tc_emu_stats(tc_dev *dev, struct tc_emu_stats *st);
+
+/* ------------------------------------------------------------------------------------
  * Process death and power cuts
  */
 

@@ -233,6 +233,58 @@ void tc_dev_info(tc_dev *dev, struct tc_dev_info *info);
 void tc_dev_stats(tc_dev *dev, struct tc_dev_stats *st);
 
 /*
+ * struct tc_dev_limits - the I/O a device prefers and the failures it survives, as
+ * data the layers above read instead of asking for a device's internals (the model:
+ * Linux's queue limits io_min / io_opt, which md's RAID personalities fill in and
+ * bcache's writeback turns into per-stripe dirty counts).
+ *   io_min      bytes: the smallest write that costs no read-modify-write below (a
+ *               RAID chunk); at least the logical block size.
+ *   io_opt      bytes: the optimal request size and alignment (a RAID full stripe);
+ *               0 = no preference.
+ *   partial_stripe_expensive  a write that covers part of an io_opt-aligned stripe
+ *               costs extra reads (parity RAID).
+ *   redundancy  member failures the device survives right now: 0 for a plain device,
+ *               a degraded mirror or a RAID 5 missing a member.
+ * Files and memory report io_min = logical block size, io_opt 0; a block device
+ * reports the kernel's BLKIOMIN / BLKIOOPT (so a Linux md array or a hardware RAID
+ * volume gives its chunk and stripe); layers (fault, crash) pass their inner device's.
+ */
+struct tc_dev_limits {
+	uint32_t io_min;
+	uint32_t io_opt;
+	bool partial_stripe_expensive;
+	uint8_t redundancy;
+};
+
+/* tc_dev_limits - copy @dev's current limits into @out.  Thread-safe; redundancy can
+ * change at any time (see tc_dev_watch). */
+void tc_dev_limits(tc_dev *dev, struct tc_dev_limits *out);
+
+/* Health changes a device reports to its watchers. */
+enum tc_dev_event {
+	TC_DEV_DEGRADED = 1,  /* still serving every byte, with less redundancy than it
+	                       * was built with (a member failed) */
+	TC_DEV_REDUNDANT = 2, /* redundancy restored (a rebuild finished) */
+	TC_DEV_FAILED = 3,    /* no longer serves I/O: every request will fail */
+};
+
+/* A watcher: called from the device's completion context after the device's limits
+ * already show the change; must not block or submit to @dev synchronously. */
+typedef void (*tc_dev_event_fn)(void *opaque, tc_dev *dev, enum tc_dev_event ev);
+
+/*
+ * tc_dev_watch - call @fn(@opaque, ...) on every later health change of @dev, until
+ * tc_dev_unwatch().  Errors: -EEXIST (the same @fn and @opaque already watch),
+ * -ENOMEM.  tc_dev_unwatch returns 0 or -ENOENT; once it returns, @fn is not running
+ * and will not be called again for this watch.  Thread-safe.
+ */
+int tc_dev_watch(tc_dev *dev, tc_dev_event_fn fn, void *opaque);
+int tc_dev_unwatch(tc_dev *dev, tc_dev_event_fn fn, void *opaque);
+
+/* tc_dev_event_name - "degraded", "redundant", "failed"; "unknown" when out of range. */
+const char *tc_dev_event_name(unsigned ev);
+
+/*
  * tc_dev_submit - submit @io to the device.  @done is always called, exactly once, from
  * a completion context (never inside this call), with 0 or -EINVAL (out of range or
  * misaligned), -EIO, -errno of the backend.

@@ -35,6 +35,13 @@ static_assert(alignof(struct tc_work) <= alignof(uint64_t),
 	      "struct tc_work must be placeable in tc_io.internal[]");
 static_assert(sizeof(((struct tc_io *)0)->internal) == 32, "tc_io.internal is 32 bytes");
 
+/* One health watcher of a device (tc_dev_watch). */
+struct tc_dev_watcher {
+	struct tc_dev_watcher *next;
+	tc_dev_event_fn fn;
+	void *opaque;
+};
+
 int tc_dev_init(struct tc_dev *dev, const struct tc_dev_ops *ops, tc_ctx *ctx,
 		const char *name, uint64_t size, uint32_t lbs)
 {
@@ -46,6 +53,10 @@ int tc_dev_init(struct tc_dev *dev, const struct tc_dev_ops *ops, tc_ctx *ctx,
 	dev->name = strdup(name);
 	if (!dev->name)
 		return -ENOMEM;
+	pthread_mutex_init(&dev->watch_lock, NULL);
+	pthread_mutex_init(&dev->notify_lock, NULL);
+	dev->watchers = NULL;
+	dev->limits = (struct tc_dev_limits){ .io_min = lbs };
 	atomic_init(&dev->n_reads, 0);
 	atomic_init(&dev->n_writes, 0);
 	atomic_init(&dev->n_flushes, 0);
@@ -59,8 +70,107 @@ int tc_dev_init(struct tc_dev *dev, const struct tc_dev_ops *ops, tc_ctx *ctx,
 
 void tc_dev_fini(struct tc_dev *dev)
 {
+	struct tc_dev_watcher *w = dev->watchers;
+	while (w) {
+		struct tc_dev_watcher *next = w->next;
+		free(w);
+		w = next;
+	}
+	dev->watchers = NULL;
+	pthread_mutex_destroy(&dev->notify_lock);
+	pthread_mutex_destroy(&dev->watch_lock);
 	free(dev->name);
 	dev->name = NULL;
+}
+
+/* ---- limits and health ------------------------------------------------------------ */
+
+void tc_dev_set_limits(struct tc_dev *dev, const struct tc_dev_limits *l)
+{
+	pthread_mutex_lock(&dev->watch_lock);
+	dev->limits = *l;
+	if (dev->limits.io_min < dev->lbs)
+		dev->limits.io_min = dev->lbs;
+	if (dev->limits.io_opt % dev->limits.io_min)
+		dev->limits.io_opt = 0;
+	pthread_mutex_unlock(&dev->watch_lock);
+}
+
+void tc_dev_limits(tc_dev *dev, struct tc_dev_limits *out)
+{
+	pthread_mutex_lock(&dev->watch_lock);
+	*out = dev->limits;
+	pthread_mutex_unlock(&dev->watch_lock);
+}
+
+int tc_dev_watch(tc_dev *dev, tc_dev_event_fn fn, void *opaque)
+{
+	int r = 0;
+	pthread_mutex_lock(&dev->watch_lock);
+	for (struct tc_dev_watcher *w = dev->watchers; w; w = w->next)
+		if (w->fn == fn && w->opaque == opaque)
+			r = -EEXIST;
+	if (!r) {
+		struct tc_dev_watcher *w = malloc(sizeof(*w));
+		if (w) {
+			*w = (struct tc_dev_watcher){ dev->watchers, fn, opaque };
+			dev->watchers = w;
+		} else {
+			r = -ENOMEM;
+		}
+	}
+	pthread_mutex_unlock(&dev->watch_lock);
+	return r;
+}
+
+int tc_dev_unwatch(tc_dev *dev, tc_dev_event_fn fn, void *opaque)
+{
+	int r = -ENOENT;
+	/* notify_lock first: once we return, no call of the removed watcher is running. */
+	pthread_mutex_lock(&dev->notify_lock);
+	pthread_mutex_lock(&dev->watch_lock);
+	for (struct tc_dev_watcher **p = &dev->watchers; *p; p = &(*p)->next)
+		if ((*p)->fn == fn && (*p)->opaque == opaque) {
+			struct tc_dev_watcher *w = *p;
+			*p = w->next;
+			free(w);
+			r = 0;
+			break;
+		}
+	pthread_mutex_unlock(&dev->watch_lock);
+	pthread_mutex_unlock(&dev->notify_lock);
+	return r;
+}
+
+/*
+ * Events are delivered one at a time under notify_lock, in the order reported; the
+ * watchers run without watch_lock, so they may read the limits (tc_dev_limits) or add
+ * a watch, but must not remove one (tc_dev_unwatch would wait for itself).
+ */
+void tc_dev_event(struct tc_dev *dev, enum tc_dev_event ev, uint8_t redundancy)
+{
+	pthread_mutex_lock(&dev->notify_lock);
+	pthread_mutex_lock(&dev->watch_lock);
+	dev->limits.redundancy = redundancy;
+	struct tc_dev_watcher *w = dev->watchers;
+	pthread_mutex_unlock(&dev->watch_lock);
+	tc_info(dev->ctx, "device %s: %s (redundancy %u)", dev->name, tc_dev_event_name(ev),
+		redundancy);
+	/* New watches are pushed at the head, so the list from @w on stays valid: only
+	 * tc_dev_unwatch frees, and it waits for notify_lock. */
+	for (; w; w = w->next)
+		w->fn(w->opaque, dev, ev);
+	pthread_mutex_unlock(&dev->notify_lock);
+}
+
+const char *tc_dev_event_name(unsigned ev)
+{
+	switch (ev) {
+	case TC_DEV_DEGRADED: return "degraded";
+	case TC_DEV_REDUNDANT: return "redundant";
+	case TC_DEV_FAILED: return "failed";
+	}
+	return "unknown";
 }
 
 void tc_dev_info(tc_dev *dev, struct tc_dev_info *info)

@@ -10,6 +10,7 @@
 #ifndef TC_DEV_H
 #define TC_DEV_H
 
+#include <pthread.h>
 #include <stdatomic.h>
 #include "ctx.h"
 
@@ -32,12 +33,28 @@ struct tc_dev {
 	char *name;                 /* malloc'ed */
 	_Atomic uint64_t n_reads, n_writes, n_flushes, n_discards, n_write_zeroes;
 	_Atomic uint64_t n_bytes_read, n_bytes_written, n_errors;
+	/* Limits and health (tc_dev_limits): set by the backend at open with
+	 * tc_dev_set_limits(), redundancy changed with tc_dev_event(); under watch_lock.
+	 * notify_lock serialises event delivery against tc_dev_unwatch(). */
+	pthread_mutex_t watch_lock, notify_lock;
+	struct tc_dev_limits limits;
+	struct tc_dev_watcher *watchers; /* list, newest first */
 };
 
 /* tc_dev_init - fill the common part; @name is copied.  Returns 0 or -ENOMEM. */
 int tc_dev_init(struct tc_dev *dev, const struct tc_dev_ops *ops, tc_ctx *ctx,
 		const char *name, uint64_t size, uint32_t lbs);
 void tc_dev_fini(struct tc_dev *dev);   /* frees what tc_dev_init() allocated */
+
+/* tc_dev_set_limits - a backend's limits at open (tc_dev_init sets io_min to the
+ * logical block size and everything else to 0).  io_min is raised to the logical
+ * block size; an io_opt that is not a multiple of io_min is dropped (0). */
+void tc_dev_set_limits(struct tc_dev *dev, const struct tc_dev_limits *l);
+
+/* tc_dev_event - a backend reports a health change: @redundancy becomes the limits'
+ * redundancy, then every watcher is called with @ev (from the caller's thread, one event at a
+ * time; the caller holds none of the device's locks). */
+void tc_dev_event(struct tc_dev *dev, enum tc_dev_event ev, uint8_t redundancy);
 
 /* tc_dev_complete - backends call this to finish @io: counts errors and calls done. */
 void tc_dev_complete(struct tc_dev *dev, struct tc_io *io, int result);
@@ -52,19 +69,6 @@ void tc_dev_complete_later(struct tc_dev *dev, struct tc_io *io, int result);
  * Returns 0, or -EBUSY with a message naming @path when another open of the file holds
  * it (a running server or another tool), or -errno. */
 int tc_dev_lock_fd(tc_ctx *ctx, int fd, const char *path, unsigned flags);
-
-/* What an emulated device (emu.c) modelled since it was opened; times are model time. */
-struct tc_emu_stats {
-	uint64_t requests;      /* requests started (service began) */
-	uint64_t busy_ns;       /* sum of service times: HDD actuator busy time, ns */
-	uint64_t wait_ns;       /* sum of queueing delays, arrival to start of service, ns */
-	uint64_t positioned;    /* HDD: requests that needed seek and/or rotation */
-	uint64_t reordered;     /* HDD: requests started ahead of an older queued one (NCQ) */
-};
-
-/* tc_emu_stats - copy @dev's model counters (average service time = busy_ns /
- * requests).  Returns 0, or -EINVAL if @dev is not an emulated device.  Thread-safe. */
-int tc_emu_stats(struct tc_dev *dev, struct tc_emu_stats *st);
 
 /* iovec helpers: copy between a flat buffer and @iov starting @skip bytes into the
  * iovec list. */

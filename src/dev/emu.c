@@ -87,6 +87,7 @@
 #include <unistd.h>
 
 #include "dev.h"
+#include "tiercache-test.h"
 
 #ifndef TC_PROFILE_DIR
 #define TC_PROFILE_DIR "/usr/share/tiercache/profiles"

@@ -45,6 +45,16 @@ struct fault_child {
 
 static const struct tc_dev_ops fault_ops;
 
+/* The inner device's health changes are the layer's own: pass them up. */
+static void fault_inner_event(void *opaque, tc_dev *inner, enum tc_dev_event ev)
+{
+	struct fault_dev *fdev = opaque;
+	struct tc_dev_limits l;
+
+	tc_dev_limits(inner, &l);
+	tc_dev_event(&fdev->dev, ev, l.redundancy);
+}
+
 int tc_dev_new_fault(tc_ctx *ctx, tc_dev *inner, tc_dev **out)
 {
 	struct fault_dev *fdev = calloc(1, sizeof(*fdev));
@@ -63,6 +73,16 @@ int tc_dev_new_fault(tc_ctx *ctx, tc_dev *inner, tc_dev **out)
 	}
 	fdev->dev.direct = inner->direct;
 	fdev->inner = inner;
+	struct tc_dev_limits l;
+	tc_dev_limits(inner, &l);
+	tc_dev_set_limits(&fdev->dev, &l);
+	ret = tc_dev_watch(inner, fault_inner_event, fdev);
+	if (ret < 0) {
+		tc_dev_fini(&fdev->dev);
+		free(fdev);
+		tc_dev_close(inner);
+		return ret;
+	}
 	atomic_init(&fdev->armed, false);
 	pthread_mutex_init(&fdev->lock, NULL);
 	fdev->fault.op = TC_FAULT_ALL;
@@ -224,6 +244,7 @@ static void fault_close(struct tc_dev *dev)
 {
 	struct fault_dev *fdev = (struct fault_dev *)dev;
 
+	tc_dev_unwatch(fdev->inner, fault_inner_event, fdev);
 	tc_dev_close(fdev->inner);
 	pthread_mutex_destroy(&fdev->lock);
 	tc_dev_fini(dev);

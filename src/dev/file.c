@@ -164,6 +164,30 @@ fail_errno:
 }
 
 /*
+ * A block device's I/O limits as the kernel publishes them: BLKIOMIN is the minimum
+ * I/O size (an md or hardware RAID chunk), BLKIOOPT the optimal one (a full stripe;
+ * 0 when the device states none).  md sets both for RAID 4/5/6 only where partial
+ * stripes cost a read-modify-write, so a minimum below the optimum on a device whose
+ * optimum is several minimums is taken as parity RAID.  Failing ioctls leave the
+ * defaults (a plain device).
+ */
+static void file_blk_limits(struct file_dev *fdev, int fd)
+{
+	struct tc_dev_limits l = { 0 };
+	unsigned int io_min = 0, io_opt = 0;
+
+	if (ioctl(fd, BLKIOMIN, &io_min) < 0)
+		io_min = 0;
+	if (ioctl(fd, BLKIOOPT, &io_opt) < 0)
+		io_opt = 0;
+	l.io_min = io_min;
+	l.io_opt = io_opt;
+	l.partial_stripe_expensive = io_min > fdev->dev.lbs && io_opt > io_min &&
+				     io_opt % io_min == 0;
+	tc_dev_set_limits(&fdev->dev, &l);
+}
+
+/*
  * A regular file opened O_DIRECT: find the smallest block it accepts.  Some file
  * systems (4 KiB-sector disks underneath) refuse 512-byte direct I/O; some refuse
  * direct I/O altogether at read time, and then buffered I/O it is.
@@ -255,6 +279,8 @@ int tc_dev_open_file(tc_ctx *ctx, const char *path, unsigned flags, uint64_t siz
 	fdev->readonly = flags & TC_DEV_READONLY;
 	atomic_init(&fdev->n_queued, 0);
 	fdev->dev.direct = direct;
+	if (is_blk)
+		file_blk_limits(fdev, fd);
 	if (direct && !is_blk) {
 		ret = file_probe_direct(fdev, path);
 		if (ret < 0)

@@ -28,6 +28,7 @@
 #include <cmocka.h>
 
 #include "dev.h"
+#include "tiercache-test.h"
 
 #define MiB (1ull << 20)
 #define GiB (1ull << 30)
