@@ -82,6 +82,11 @@ void tc_ctx_free(tc_ctx *ctx);
  * concurrent logging; call before starting I/O. */
 void tc_ctx_set_log(tc_ctx *ctx, tc_log_fn fn, void *opaque, enum tc_log_level level);
 
+/* tc_log - a message through the context's log sink (printf format), for front ends
+ * that want their messages beside the library's; dropped when above the level set. */
+void tc_log(tc_ctx *ctx, enum tc_log_level level, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
 /* tc_ctx_now - current time in ns: CLOCK_MONOTONIC (threaded) or the virtual clock. */
 uint64_t tc_ctx_now(tc_ctx *ctx);
 

@@ -66,9 +66,8 @@ int tc_ctx_wait_until(tc_ctx *ctx, const volatile bool *flag);
 /* tc_ctx_wake - wake tc_ctx_wait_until() waiters after setting a flag (release). */
 void tc_ctx_wake(tc_ctx *ctx);
 
-/* Logging with printf formats; messages name the object and the value at fault. */
-void tc_log(tc_ctx *ctx, enum tc_log_level level, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
+/* Logging with printf formats (tc_log, tiercache.h); messages name the object and the
+ * value at fault. */
 #define tc_err(ctx, ...) tc_log((ctx), TC_LOG_ERROR, __VA_ARGS__)
 #define tc_warn(ctx, ...) tc_log((ctx), TC_LOG_WARN, __VA_ARGS__)
 #define tc_info(ctx, ...) tc_log((ctx), TC_LOG_INFO, __VA_ARGS__)

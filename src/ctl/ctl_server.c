@@ -22,7 +22,6 @@
 #include <unistd.h>
 
 #include "ctl_server.h"
-#include "ctx.h"
 
 struct ctl_server {
 	tc_host *host;
@@ -207,25 +206,26 @@ int ctl_server_start(tc_host *host, const char *path, ctl_power_cut_fn power_cut
 	tc_ctx *ctx = tc_host_ctx(host);
 	struct sockaddr_un sa = { .sun_family = AF_UNIX };
 	if (strlen(path) >= sizeof(sa.sun_path)) {
-		tc_err(ctx, "control socket %s: path longer than %zu bytes", path,
+		tc_log(ctx, TC_LOG_ERROR, "control socket %s: path longer than %zu bytes", path,
 		       sizeof(sa.sun_path) - 1);
 		return -ENAMETOOLONG;
 	}
 	strcpy(sa.sun_path, path);
 	int r = make_parent(path);
 	if (r) {
-		tc_err(ctx, "control socket %s: cannot create its folder: %s", path, strerror(-r));
+		tc_log(ctx, TC_LOG_ERROR, "control socket %s: cannot create its folder: %s", path,
+		       strerror(-r));
 		return r;
 	}
 	int probe = ctl_connect(path);
 	if (probe >= 0) {
 		close(probe);
-		tc_err(ctx, "control socket %s: another server answers there", path);
+		tc_log(ctx, TC_LOG_ERROR, "control socket %s: another server answers there", path);
 		return -EADDRINUSE;
 	}
 	struct stat st;
 	if (lstat(path, &st) == 0 && !S_ISSOCK(st.st_mode)) {
-		tc_err(ctx, "control socket %s: exists and is not a socket", path);
+		tc_log(ctx, TC_LOG_ERROR, "control socket %s: exists and is not a socket", path);
 		return -EEXIST;
 	}
 	if (probe == -ECONNREFUSED)
@@ -258,7 +258,7 @@ int ctl_server_start(tc_host *host, const char *path, ctl_power_cut_fn power_cut
 fail_errno:
 	r = -errno;
 fail:
-	tc_err(ctx, "control socket %s: %s", path, strerror(-r));
+	tc_log(ctx, TC_LOG_ERROR, "control socket %s: %s", path, strerror(-r));
 	if (srv->listen_fd >= 0) {
 		close(srv->listen_fd);
 		unlink(path);
