@@ -698,7 +698,9 @@ void tc_export_info(tc_export *exp, struct tc_export_info *info);
 /*
  * tc_export_block_size - the export's preferred request size in bytes, for NBD's block
  * size negotiation: the cache's line size when the export is cached (smaller writes
- * are partial lines), else 4096.  Always a power of two from 4096 to 65536.
+ * are partial lines); uncached, the backing's optimal I/O size (tc_dev_limits: an
+ * array's full stripe), else its minimum I/O size (a chunk), where that is a power of
+ * two from 4 KiB to 32 MiB; else 4096.  Always a power of two from 4096 to 32 MiB.
  */
 uint32_t tc_export_block_size(tc_export *exp);
 

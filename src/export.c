@@ -135,9 +135,24 @@ void tc_export_info(tc_export *e, struct tc_export_info *info)
 	info->volume = atomic_load(&e->vol);
 }
 
+static bool pow2(uint32_t v)
+{
+	return v && !(v & (v - 1));
+}
+
+/* Cached: the line size.  Uncached: what the backing prefers (an array's full stripe,
+ * else its chunk), where NBD can say it: a power of two from 4 KiB to 32 MiB. */
 uint32_t tc_export_block_size(tc_export *e)
 {
 	tc_volume *v = atomic_load(&e->vol);
-	return v ? v->cache->line_size : TC_UNIT_SIZE;
+	if (v)
+		return v->cache->line_size;
+	struct tc_dev_limits l;
+	tc_dev_limits(e->backing->dev, &l);
+	if (pow2(l.io_opt) && l.io_opt >= TC_UNIT_SIZE && l.io_opt <= (32u << 20))
+		return l.io_opt;
+	if (pow2(l.io_min) && l.io_min >= TC_UNIT_SIZE && l.io_min <= (32u << 20))
+		return l.io_min;
+	return TC_UNIT_SIZE;
 }
 
