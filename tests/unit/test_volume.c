@@ -244,6 +244,9 @@ static void test_assemble_states(void **state)
 	assert_int_equal(b.state, TC_EXPORT_UNCACHED);
 	assert_null(b.cache);
 	assert_null(tc_host_find(h, "nosuch"));
+	/* NBD block size: the cache's line size; uncached, a plain file's 4 KiB. */
+	assert_int_equal(tc_export_block_size(tc_host_find(h, "db")), 16384);
+	assert_int_equal(tc_export_block_size(tc_host_find(h, "logs")), 4096);
 	/* Uncached I/O lands 1 MiB into the backing; ranges are checked. */
 	uint8_t *buf = aligned_alloc(4096, 65536), *chk = aligned_alloc(4096, 65536);
 	fill(buf, 65536, 11);
