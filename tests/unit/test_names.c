@@ -1,12 +1,14 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * test_names.c - enum names and parsers of src/names.c, and tc_repl_ops_get().
+ * test_names.c - enum names and parsers of src/names.c, the volume-name rule,
+ * tc_repl_ops_get(), and the cache layout helpers tools size caches with.
  */
 #include <errno.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 #include <cmocka.h>
 #include "tiercache.h"
 #include "policy.h"
@@ -106,6 +108,74 @@ static void test_repl_ops_get(void **state)
 	}
 }
 
+static void test_admission_and_fill(void **state)
+{
+	assert_string_equal(tc_admission_name(TC_ADMIT_ALWAYS), "always");
+	assert_string_equal(tc_admission_name(TC_ADMIT_NHIT), "nhit");
+	assert_string_equal(tc_admission_name(2), "unknown");
+	assert_int_equal(tc_admission_parse("always"), TC_ADMIT_ALWAYS);
+	assert_int_equal(tc_admission_parse("nhit"), TC_ADMIT_NHIT);
+	assert_int_equal(tc_admission_parse("NHIT"), -EINVAL);
+	assert_int_equal(tc_admission_parse(NULL), -EINVAL);
+	assert_string_equal(tc_fill_name(TC_FILL_SECTORS), "sectors");
+	assert_string_equal(tc_fill_name(TC_FILL_LINE), "line");
+	assert_string_equal(tc_fill_name(7), "unknown");
+	assert_int_equal(tc_fill_parse("line"), TC_FILL_LINE);
+	assert_int_equal(tc_fill_parse("sectors"), TC_FILL_SECTORS);
+	assert_int_equal(tc_fill_parse("lines"), -EINVAL);
+}
+
+static void test_volume_name_valid(void **state)
+{
+	char longest[TC_NAME_MAX], too_long[TC_NAME_MAX + 1];
+
+	memset(longest, 'a', sizeof(longest) - 1);
+	longest[sizeof(longest) - 1] = 0;
+	memset(too_long, 'a', sizeof(too_long) - 1);
+	too_long[sizeof(too_long) - 1] = 0;
+	assert_true(tc_volume_name_valid("db"));
+	assert_true(tc_volume_name_valid("a.b_c-9"));
+	assert_true(tc_volume_name_valid("..."));
+	assert_true(tc_volume_name_valid(longest));
+	assert_false(tc_volume_name_valid(too_long));
+	assert_false(tc_volume_name_valid(""));
+	assert_false(tc_volume_name_valid(NULL));
+	assert_false(tc_volume_name_valid("."));
+	assert_false(tc_volume_name_valid(".."));
+	assert_false(tc_volume_name_valid("-db"));
+	assert_false(tc_volume_name_valid("a/b"));
+	assert_false(tc_volume_name_valid("a b"));
+	assert_false(tc_volume_name_valid("d\xc3\xa9"));
+}
+
+/* tc_cache_size_for is the smallest device tc_cache_layout_for gives the lines on. */
+static void test_cache_size_for(void **state)
+{
+	static const uint32_t line_sizes[] = { 4096, 16384, 65536 };
+	static const uint64_t counts[] = { 16, 17, 1000, 4096, 123457, 1u << 20 };
+	struct tc_cache_layout lay;
+	uint64_t dev;
+
+	for (unsigned i = 0; i < 3; i++)
+		for (unsigned j = 0; j < 6; j++) {
+			uint32_t ls = line_sizes[i];
+			assert_int_equal(tc_cache_size_for(counts[j], ls, &dev), 0);
+			assert_int_equal(dev % ls, 0);
+			assert_int_equal(tc_cache_layout_for(dev, ls, &lay), 0);
+			assert_true(lay.lines >= counts[j]);
+			assert_true(lay.data_offset + lay.lines * ls <= dev);
+			assert_true(lay.data_offset % 4096 == 0);
+			/* one line less of device holds fewer lines (or none) */
+			int r = tc_cache_layout_for(dev - ls, ls, &lay);
+			assert_true(r == -ENOSPC || (r == 0 && lay.lines < counts[j]));
+		}
+	assert_int_equal(tc_cache_size_for(15, 4096, &dev), -ENOSPC);
+	assert_int_equal(tc_cache_size_for(100, 3000, &dev), -EINVAL);
+	assert_int_equal(tc_cache_size_for(1ull << 33, 4096, &dev), -EINVAL);
+	assert_int_equal(tc_cache_layout_for(1 << 20, 8192 * 16, &lay), -EINVAL);
+	assert_int_equal(tc_cache_layout_for(4096, 4096, &lay), -ENOSPC);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -114,6 +184,9 @@ int main(void)
 		cmocka_unit_test(test_replacement),
 		cmocka_unit_test(test_repl_ops_get),
 		cmocka_unit_test(test_size_parse),
+		cmocka_unit_test(test_admission_and_fill),
+		cmocka_unit_test(test_volume_name_valid),
+		cmocka_unit_test(test_cache_size_for),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
