@@ -13,7 +13,7 @@
  * tc_crash_power_cut() is the crash: for each unit with pending versions it keeps,
  * chosen by the device's own seeded generator, either the durable value or one of the
  * versions written since, exactly the freedom a real disk cache has at 4 KiB
- * granularity (DESIGN.md invariant 2), then fails every later request with -EIO.
+ * granularity (invariant 2, docs/architecture.md), then fails every later request with -EIO.
  * tc_crash_fail_nth() fails the Nth read, write or flush from now, once or from then
  * on, as SQLite's ioerr tests do (test/ioerr.test), so the engine's error paths run
  * with N = 1, 2, ...

@@ -2,7 +2,7 @@
 /*
  * crash_client.c - tc-crash-client: the NBD client of the end-to-end crash tests.  It
  * writes to a volume while the server is killed or power-cut under it, then checks what
- * survived against DESIGN.md invariant 2 (block-device durability).
+ * survived against invariant 2 of docs/architecture.md (block-device durability).
  *
  *   tc-crash-client write URI LOG [--seed N] [--offset OFF] [--length LEN] [--conns N]
  *                   [--depth N] [--flush-every N] [--fua-pct P] [--zero-pct P]

@@ -1,5 +1,5 @@
 #!/bin/sh
-# test-crash-kill.sh - DESIGN.md invariant 2 across process death: tc-crash-client
+# test-crash-kill.sh - invariant 2 (docs/architecture.md) across process death: tc-crash-client
 # writes to a volume (random 4-64 KiB writes, some FUA, some write-zeroes, queue depth
 # 16 over 4 connections, a FLUSH every 64 writes), the server is killed with SIGKILL
 # in the middle of it, served again from the same devices (recovery), and the client

@@ -1,5 +1,5 @@
 #!/bin/sh
-# test-crash-power.sh - DESIGN.md invariant 2 across power loss: the server runs on
+# test-crash-power.sh - invariant 2 (docs/architecture.md) across power loss: the server runs on
 # crash: devices (writes stay in a volatile cache until flushed) while tc-crash-client
 # writes to the volume (random 4-64 KiB writes, some FUA, some write-zeroes, queue
 # depth 16 over 4 connections, a FLUSH every 64 writes); `tiercache debug power-cut`

@@ -1,5 +1,5 @@
 #!/bin/sh
-# test-detach.sh - DESIGN.md invariant 3: dirty data is accounted exactly, detach
+# test-detach.sh - invariant 3 (docs/architecture.md): dirty data is accounted exactly, detach
 # drains it to zero before it reports success, a clean shutdown keeps it.
 #  1. live detach: fio writes a write-back volume (flush rate low: the data is still
 #     dirty), `tiercache detach` drains it and the volume goes on served uncached; then

@@ -1,5 +1,5 @@
 #!/bin/sh
-# test-fio-verify.sh - DESIGN.md invariant 1 through a real client: for each write
+# test-fio-verify.sh - invariant 1 (docs/architecture.md) through a real client: for each write
 # policy (wt, wb, wa, pt) a cached volume is served and fio writes and reads it over NBD
 # (random 4 KiB, then a mix of 4 KiB and 64 KiB, queue depth 16-32, crc32c verify of
 # every block written); the server is stopped with SIGTERM, served again from the same

@@ -1,6 +1,6 @@
 #!/bin/sh
-# test-live.sh - changes made while a volume serves I/O, without data loss (DESIGN.md
-# invariants 1, 3 and 6): fio writes and verifies a write-back volume in a loop while
+# test-live.sh - changes made while a volume serves I/O, without data loss
+# (docs/architecture.md, invariants 1, 3 and 6): fio writes and verifies a write-back volume in a loop while
 # `tiercache set` switches the write policy (wb -> wt drains the dirty data, wt -> wb),
 # read caching off and on, the flush rate, the admission policy and the sequential
 # cutoff, and `tiercache flush` writes the dirty data back; each change shows in
