@@ -1,16 +1,14 @@
 #!/bin/sh
-# test-crash-kill.sh - invariant 2 (docs/architecture.md) across process death: tc-crash-client
-# writes to a volume (random 4-64 KiB writes, some FUA, some write-zeroes, queue depth
-# 16 over 4 connections, a FLUSH every 64 writes), the server is killed with SIGKILL
-# in the middle of it, served again from the same devices (recovery), and the client
-# checks that every 4 KiB unit holds its value as of the last completed flush (or FUA
-# write) or a value written since.  Rounds: write-back, write-through, and write-back
-# on a cache smaller than the region (dirty lines evicted and cleaned under load).
-# A last control proves the check has teeth: a unit overwritten with garbage behind
-# the client's back must be reported.
-#
-# To explore more: TC_CRASH_ROUNDS="POLICY,CACHE_SIZE,SEED,SECONDS ..." replaces the
-# rounds, TC_CRASH_CLIENT_OPTS adds options of `tc-crash-client write`.
+# test-crash-kill.sh - invariant 2 (docs/architecture.md) across process death:
+# tc-crash-client writes to a volume (random 4-64 KiB writes, some FUA, some write-zeroes,
+# queue depth 16 over 4 connections, a FLUSH every 64 writes), the server is killed with
+# SIGKILL in the middle of it, served again from the same devices (recovery), and the
+# client checks that every 4 KiB unit holds its value as of the last completed flush (or
+# FUA write) or a value written since.  Rounds: write-back, write-through, and write-back
+# on a cache smaller than the region (dirty lines evicted and cleaned under load). A last
+# control proves the check has teeth: a unit overwritten with garbage behind the client's
+# back must be reported.  To explore more: TC_CRASH_ROUNDS="POLICY,CACHE_SIZE,SEED,SECONDS
+# ..." replaces the rounds, TC_CRASH_CLIENT_OPTS adds options of `tc-crash-client write`.
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/crash_lib.sh"
 

@@ -1,15 +1,15 @@
 #!/bin/sh
-# test-crash-power.sh - invariant 2 (docs/architecture.md) across power loss: the server runs on
-# crash: devices (writes stay in a volatile cache until flushed) while tc-crash-client
-# writes to the volume (random 4-64 KiB writes, some FUA, some write-zeroes, queue
-# depth 16 over 4 connections, a FLUSH every 64 writes); `tiercache debug power-cut`
-# then applies a random (seeded) subset of every device's unflushed 4 KiB units to its
-# file and kills the server.  `tiercache check` must find both devices sound, the
-# server must start again on them, and every unit must hold its value as of the last
-# completed flush (or FUA write) or a value written since.  Rounds differ in seed,
-# write policy, cache size (16M: smaller than the region, so the cleaner works under
-# load) and how the devices are served again (crash: or plain paths).  The server is
-# started with --testing: only such a server answers `debug power-cut`.
+# test-crash-power.sh - invariant 2 (docs/architecture.md) across power loss: the server
+# runs on crash: devices (writes stay in a volatile cache until flushed) while
+# tc-crash-client writes to the volume (random 4-64 KiB writes, some FUA, some
+# write-zeroes, queue depth 16 over 4 connections, a FLUSH every 64 writes); `tiercache
+# debug power-cut` then applies a random (seeded) subset of every device's unflushed 4 KiB
+# units to its file and kills the server.  `tiercache check` must find both devices sound,
+# the server must start again on them, and every unit must hold its value as of the last
+# completed flush (or FUA write) or a value written since.  Rounds differ in seed, write
+# policy, cache size (16M: smaller than the region, so the cleaner works under load) and
+# how the devices are served again (crash: or plain paths).  The server is started with
+# --testing: only such a server answers `debug power-cut`.
 #
 # To explore more: TC_CRASH_ROUNDS="POLICY,CACHE_SIZE,SEED,SECONDS,crash|plain ..."
 # replaces the rounds, TC_CRASH_CLIENT_OPTS adds options of `tc-crash-client write`

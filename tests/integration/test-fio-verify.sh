@@ -1,12 +1,12 @@
 #!/bin/sh
-# test-fio-verify.sh - invariant 1 (docs/architecture.md) through a real client: for each write
-# policy (wt, wb, wa, pt) a cached volume is served and fio writes and reads it over NBD
-# (random 4 KiB, then a mix of 4 KiB and 64 KiB, queue depth 16-32, crc32c verify of
+# test-fio-verify.sh - invariant 1 (docs/architecture.md) through a real client: for each
+# write policy (wt, wb, wa, pt) a cached volume is served and fio writes and reads it over
+# NBD (random 4 KiB, then a mix of 4 KiB and 64 KiB, queue depth 16-32, crc32c verify of
 # every block written); the server is stopped with SIGTERM, served again from the same
-# devices, and fio verifies every block again (--verify_only), so what is read after
-# the restart is checked too: in write-back that is dirty data kept in the cache over
-# the restart.  The counters must show the policy at work: read hits in wt and wb,
-# no dirty data outside wb, no promotions and nothing cached in pt.
+# devices, and fio verifies every block again (--verify_only), so what is read after the
+# restart is checked too: in write-back that is dirty data kept in the cache over the
+# restart.  The counters must show the policy at work: read hits in wt and wb, no dirty
+# data outside wb, no promotions and nothing cached in pt.
 . "$(dirname "$0")/lib.sh"
 need fio
 cd "$T"
