@@ -7,8 +7,10 @@
 # FUA write) or a value written since.  Rounds: write-back, write-through, and write-back
 # on a cache smaller than the region (dirty lines evicted and cleaned under load). A last
 # control proves the check has teeth: a unit overwritten with garbage behind the client's
-# back must be reported.  To explore more: TC_CRASH_ROUNDS="POLICY,CACHE_SIZE,SEED,SECONDS
-# ..." replaces the rounds, TC_CRASH_CLIENT_OPTS adds options of `tc-crash-client write`.
+# back must be reported.
+#
+# To explore more: TC_CRASH_ROUNDS="POLICY,CACHE_SIZE,SEED,SECONDS ..." replaces the
+# rounds, TC_CRASH_CLIENT_OPTS adds options of `tc-crash-client write`.
 . "$(dirname "$0")/lib.sh"
 . "$(dirname "$0")/crash_lib.sh"
 
