@@ -150,7 +150,7 @@ struct tc_dev_info {
 	uint64_t size;            /* bytes */
 	uint32_t logical_block_size; /* bytes, 512 or 4096 */
 	bool direct;              /* O_DIRECT in use (file backend) */
-	const char *backend;      /* "file", "memory", "crash", "emu", "fault" */
+	const char *backend;      /* "file", "memory", "crash", "emu", "fault", "nbd" */
 	const char *name;         /* path or a generated name */
 };
 
@@ -182,7 +182,9 @@ int tc_dev_open_file(tc_ctx *ctx, const char *path, unsigned flags, uint64_t siz
  * tc_dev_open_spec - open a device named the way the command line names it:
  *   "PATH"               a file or block device (tc_dev_open_file);
  *   "crash:PATH"         a crash-test device over the file PATH (tc_dev_new_crash, @seed);
- *   "emu:PROFILE:PATH"   an emulated HDD or SSD over the file PATH (tc_dev_new_emu).
+ *   "emu:PROFILE:PATH"   an emulated HDD or SSD over the file PATH (tc_dev_new_emu);
+ *   "nbd:URI"            an NBD export (tc_dev_open_nbd), e.g. "nbd:nbd://host/name",
+ *                        "nbd:nbd+unix:///name?socket=/run/nbd.sock".
  * @flags: TC_DEV_*, passed on.  Errors: those of the backend, -EINVAL for an unknown
  * prefix or a spec without a path (the message names the spec).
  */
@@ -191,7 +193,8 @@ int tc_dev_open_spec(tc_ctx *ctx, const char *spec, unsigned flags, uint64_t siz
 
 /*
  * tc_dev_spec_path - the file behind a device spec (see tc_dev_open_spec): @spec itself
- * for "PATH", the part after the prefix for "crash:PATH" and "emu:PROFILE:PATH".
+ * for "PATH", the part after the prefix for "crash:PATH" and "emu:PROFILE:PATH"; a
+ * remote device ("nbd:URI") has no file: the spec is returned whole.
  * Returns a pointer into @spec (never NULL for a non-NULL @spec); a malformed spec
  * ("emu:" without a second colon) is returned whole, and tc_dev_open_spec says why.
  */
@@ -218,6 +221,19 @@ const char *tc_dev_spec_path(const char *spec);
  */
 int tc_dev_new_emu(tc_ctx *ctx, const char *profile, const char *path, unsigned flags,
 		   uint64_t size, tc_dev **out);
+
+/*
+ * tc_dev_open_nbd - a device on the NBD export at @uri (libnbd's URI syntax: nbd://,
+ * nbds://, nbd+unix://, ...), connected at once.  Size and read-only-ness come from the
+ * server; what it cannot do is done here (FUA as write + FLUSH, write-zeroes as writes
+ * of zeros; discard is skipped).  @flags: TC_DEV_READONLY; TC_DEV_EXCLUSIVE cannot be
+ * enforced on a remote export and is ignored.  Backend "nbd", name @uri; the
+ * connection's loss fails every request with -EIO and tells watchers TC_DEV_FAILED.
+ * Errors: -EINVAL (empty URI, a size not a multiple of 4096, a server whose minimum
+ * block size is above 512), -ECONNREFUSED and the other errnos of connecting (the
+ * message quotes libnbd's), -ENOTSUP (built without libnbd), -ENOMEM.
+ */
+int tc_dev_open_nbd(tc_ctx *ctx, const char *uri, unsigned flags, tc_dev **out);
 
 /* tc_dev_new_memory - a zero-filled RAM device of @size bytes (multiple of 4096). */
 int tc_dev_new_memory(tc_ctx *ctx, uint64_t size, tc_dev **out);

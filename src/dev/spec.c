@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * spec.c - device specs as the command line writes them: "PATH", "crash:PATH",
- * "emu:PROFILE:PATH".  One parser, so the server, the offline commands and the
+ * "emu:PROFILE:PATH", "nbd:URI".  One parser, so the server, the offline commands and the
  * benchmarks name devices the same way.
  */
 #include <errno.h>
@@ -49,6 +49,13 @@ int tc_dev_open_spec(tc_ctx *ctx, const char *spec, unsigned flags, uint64_t siz
 		int r = tc_dev_new_emu(ctx, profile, colon + 1, flags, size, out);
 		free(profile);
 		return r;
+	}
+	if (!strncmp(spec, "nbd:", 4)) {
+		if (!spec[4]) {
+			tc_err(ctx, "device spec \"%s\": no URI after \"nbd:\"", spec);
+			return -EINVAL;
+		}
+		return tc_dev_open_nbd(ctx, spec + 4, flags, out);
 	}
 	return tc_dev_open_file(ctx, spec, flags, size, out);
 }
