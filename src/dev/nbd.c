@@ -58,11 +58,20 @@ struct nbd_dev {
 
 static const struct tc_dev_ops nbd_ops;
 
+/* An errno from libnbd as the device reports it: a connection that is gone (commands
+ * stranded with ENOTCONN, a reset, a broken pipe) is an I/O error to the layers above,
+ * like a disk that went away. */
+static int nbd_errno(int e)
+{
+	if (e <= 0 || e == ENOTCONN || e == ESHUTDOWN || e == ECONNRESET || e == EPIPE)
+		return -EIO;
+	return -e;
+}
+
 /* The error libnbd reports for the last failed call of this thread, as -errno. */
 static int nbd_last_errno(void)
 {
-	int e = nbd_get_errno();
-	return e > 0 ? -e : -EIO;
+	return nbd_errno(nbd_get_errno());
 }
 
 /* ------------------------------------------------------------------------------------
@@ -278,7 +287,7 @@ static int nbd_cmd_done(void *opaque, int *error)
 	struct nbd_dev *ndev = (struct nbd_dev *)(uintptr_t)io->internal[2];
 
 	if (*error)
-		nbd_set_error(io, -*error);
+		nbd_set_error(io, nbd_errno(*error));
 	if (io->internal[0] == NBD_FLUSH_PHASE ||
 	    __atomic_sub_fetch(&io->internal[0], 1, __ATOMIC_ACQ_REL) == 0)
 		nbd_queue_done(ndev, io);
