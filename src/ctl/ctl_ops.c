@@ -531,12 +531,22 @@ static int req_fault(json_object *req, struct tc_fault *f, char *why, size_t len
 	return 0;
 }
 
+/* The device a test hook (@what, for the refusal) names, or NULL and an error response
+ * in *@err: the server was not started for testing, or "device" is missing. */
+static const char *hook_device(tc_host *h, json_object *req, const char *what,
+			       json_object **err)
+{
+	if (!tc_host_fault_injection(h)) {
+		*err = not_testing(what);
+		return NULL;
+	}
+	return req_device(req, err);
+}
+
 static json_object *op_fault(tc_host *h, json_object *req)
 {
-	if (!tc_host_fault_injection(h))
-		return not_testing("fault injection");
 	json_object *err = NULL;
-	const char *dev = req_device(req, &err);
+	const char *dev = hook_device(h, req, "fault injection", &err);
 	if (!dev)
 		return err;
 	struct tc_fault f;
@@ -554,10 +564,8 @@ static json_object *op_fault(tc_host *h, json_object *req)
 
 static json_object *op_heal(tc_host *h, json_object *req)
 {
-	if (!tc_host_fault_injection(h))
-		return not_testing("heal");
 	json_object *err = NULL;
-	const char *dev = req_device(req, &err);
+	const char *dev = hook_device(h, req, "heal", &err);
 	if (!dev)
 		return err;
 	struct tc_host_device *hd = malloc(sizeof(*hd));
