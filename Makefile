@@ -27,26 +27,14 @@ SAN_ENV = ASAN_OPTIONS=halt_on_error=1:abort_on_error=1:print_stacktrace=1:detec
 
 MESON_TEST = $(MESON) test --print-errorlogs --num-processes 2
 
-# Files whose presence the meson.build files test at configure time (globs and
-# fs.exists).  Meson cannot notice a file appearing, so when this list changes the
-# build directory is reconfigured.  The list is kept in DIR/.tc-probe.
-PROBE = LC_ALL=C ls -1d tests/unit/test_*.c tests/stress/meson.build \
-	tests/integration/meson.build tests/integration/test-*.sh bench/bench_hit.c \
-	2>/dev/null || true
-
-# $(call configure,DIR,SETUP-OPTIONS): set up DIR, or reconfigure it when PROBE changed.
-# A directory left without build.ninja by an interrupted setup is set up again (with
-# --wipe when meson had already stored its settings there).
+# $(call configure,DIR,SETUP-OPTIONS): set up DIR when it has no build.ninja yet (ninja
+# reconfigures by itself when a meson.build changes).  A directory left without
+# build.ninja by an interrupted setup is set up again (with --wipe when meson had
+# already stored its settings there).
 configure = set -e; \
-	probe=$$($(PROBE)); \
 	if [ ! -f $(1)/build.ninja ]; then \
 		if [ -f $(1)/meson-private/coredata.dat ]; then wipe=--wipe; else wipe=; fi; \
 		$(MESON) setup $$wipe $(2) $(1) .; \
-		printf '%s\n' "$$probe" >$(1)/.tc-probe; \
-	elif [ "$$probe" != "$$(cat $(1)/.tc-probe 2>/dev/null)" ]; then \
-		echo "make: test or bench files added or removed: reconfiguring $(1)"; \
-		$(MESON) setup --reconfigure $(1) .; \
-		printf '%s\n' "$$probe" >$(1)/.tc-probe; \
 	fi
 
 # Summary of the last `meson test` runs as one plain line ("check: N passed, N failed,
@@ -115,10 +103,6 @@ check-tsan: build-tsan
 		-C $(BUILD_TSAN) --suite threaded --timeout-multiplier 3
 
 stress: build
-	@if [ ! -x $(BUILD)/tests/stress/tc-stress ]; then \
-		echo "make stress: $(BUILD)/tests/stress/tc-stress was not built (no tests/stress/meson.build yet?)" >&2; \
-		exit 1; \
-	fi
 	$(BUILD)/tests/stress/tc-stress --seed $(SEED) --count $(COUNT)
 
 # DEMO: the main job on a built-in default: emulated HDD and SSD in a temporary folder,
@@ -128,10 +112,6 @@ demo: build
 	BUILD=$(BUILD) sh scripts/demo.sh
 
 bench: build
-	@if [ ! -x $(BUILD)/bench/tc-bench-hit ]; then \
-		echo "make bench: $(BUILD)/bench/tc-bench-hit was not built (no bench/bench_hit.c yet?)" >&2; \
-		exit 1; \
-	fi
 	$(BUILD)/bench/tc-bench-hit
 
 clean:

@@ -13,9 +13,11 @@ set -eu
 BUILD_PKGS="build-essential meson ninja-build pkg-config
 	liburing-dev libxxhash-dev libjson-c-dev libcmocka-dev libblkid-dev libinih-dev"
 # Tests and tools: fio and NBD clients for integration tests, nbdkit for the server,
-# qemu-img/qemu-io, gnuplot for benchmark plots, compression libraries for traces.
+# qemu-img/qemu-io, gnuplot for benchmark plots, compression libraries for traces,
+# groff and man to render the manual pages (the build makes them with python3).
 TOOL_PKGS="fio nbdkit nbdkit-plugin-dev libnbd-bin libnbd-dev qemu-utils gnuplot-nox
-	zlib1g-dev libbz2-dev liblzma-dev libzstd-dev python3-libnbd e2fsprogs"
+	zlib1g-dev libbz2-dev liblzma-dev libzstd-dev python3-libnbd e2fsprogs
+	python3 groff-base man-db"
 
 die() {
 	echo "install-deps: error: $*" >&2

@@ -15,6 +15,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <json-c/json.h>
 #include "tiercache.h"
 
 #define TC_EXIT_OK 0
@@ -89,5 +90,18 @@ const char *cli_find_plugin(char *buf, size_t len);
 
 /* cli_isatty_err - stderr is a terminal (progress bars are drawn only then). */
 bool cli_isatty_err(void);
+
+/* cli_result - the "result" object of a good control response @resp (owned by @resp),
+ * or NULL after printing the failed response's "error" (strerror of its "errno" when
+ * it has none) with cli_err(). */
+json_object *cli_result(json_object *resp);
+/* cli_result_errno - the "errno" of a failed control response (positive), EIO when it
+ * names none. */
+int cli_result_errno(json_object *resp);
+
+/* cli_jstr / cli_ju64 - member @key of JSON object @o as a string ("-" when absent or
+ * null; owned by @o) or an unsigned number (0 when absent). */
+const char *cli_jstr(json_object *o, const char *key);
+uint64_t cli_ju64(json_object *o, const char *key);
 
 #endif /* TC_CLI_H */

@@ -12,6 +12,7 @@
 #include <json-c/json.h>
 
 #include "cli.h"
+#include "ctl.h"
 
 static const char help[] =
 "NAME\n"
@@ -41,17 +42,6 @@ static const char *kind_name(enum tc_probe_kind k)
 {
 	static const char *const n[] = { "empty", "cache", "backing", "foreign", "unknown" };
 	return k <= TC_PROBE_UNKNOWN ? n[k] : "unknown";
-}
-
-static json_object *settings_json(const struct tc_volume_settings *s)
-{
-	json_object *o = json_object_new_object();
-	json_object_object_add(o, "read_cache", json_object_new_boolean(s->read_cache));
-	json_object_object_add(o, "write_policy",
-			       json_object_new_string(tc_write_policy_name(s->write_policy)));
-	json_object_object_add(o, "flush_rate",
-			       json_object_new_string(tc_flush_rate_name(s->flush_rate)));
-	return o;
 }
 
 /* Check one device; fills @o; returns true when healthy. */
@@ -86,7 +76,7 @@ static bool check_one(tc_ctx *ctx, const char *spec, json_object *o, bool print)
 		json_object_object_add(o, "size", json_object_new_uint64(p->volume_size));
 		json_object_object_add(o, "cache_uuid", p->cache_uuid[0] ?
 				       json_object_new_string(p->cache_uuid) : NULL);
-		json_object_object_add(o, "settings", settings_json(&p->settings));
+		json_object_object_add(o, "settings", ctl_settings_json(&p->settings));
 		if (print)
 			printf("%s: backing of volume \"%s\", %s, %s%s, write policy %s: ok\n",
 			       spec, p->name, cli_human(p->volume_size, hb, sizeof(hb)),
@@ -128,7 +118,7 @@ static bool check_one(tc_ctx *ctx, const char *spec, json_object *o, bool print)
 					       json_object_new_uint64(v->dirty_bytes));
 			json_object_object_add(jv, "cached_bytes",
 					       json_object_new_uint64(v->cached_bytes));
-			json_object_object_add(jv, "settings", settings_json(&v->settings));
+			json_object_object_add(jv, "settings", ctl_settings_json(&v->settings));
 			json_object_array_add(vols, jv);
 		}
 		json_object_object_add(o, "volumes", vols);

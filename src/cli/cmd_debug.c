@@ -88,11 +88,7 @@ static const char debug_help[] =
  * that does not exist here is still sent, so the server can list its devices. */
 static int abs_device(const char *spec, char *buf, size_t len)
 {
-	const char *path = spec;
-	if (!strncmp(spec, "crash:", 6))
-		path = spec + 6;
-	else if (!strncmp(spec, "emu:", 4) && strchr(spec + 4, ':'))
-		path = strchr(spec + 4, ':') + 1;
+	const char *path = cli_spec_file(spec);
 	char abs[PATH_MAX], cwd[PATH_MAX];
 	int n;
 	if (realpath(path, abs))
@@ -126,26 +122,7 @@ static json_object *call(const char *control, json_object *req, json_object **re
 			"the server's answer is not the control protocol" : strerror(-err));
 		return NULL;
 	}
-	json_object *jok, *jr, *je, *jn;
-	if (json_object_object_get_ex(*resp, "ok", &jok) && json_object_get_boolean(jok) &&
-	    json_object_object_get_ex(*resp, "result", &jr))
-		return jr;
-	int e = json_object_object_get_ex(*resp, "errno", &jn) ? json_object_get_int(jn) : EIO;
-	cli_err("%s", json_object_object_get_ex(*resp, "error", &je) ?
-		json_object_get_string(je) : strerror(e));
-	return NULL;
-}
-
-static const char *jstr(json_object *o, const char *key)
-{
-	json_object *v;
-	return json_object_object_get_ex(o, key, &v) && v ? json_object_get_string(v) : "-";
-}
-
-static uint64_t ju64(json_object *o, const char *key)
-{
-	json_object *v;
-	return json_object_object_get_ex(o, key, &v) ? json_object_get_uint64(v) : 0;
+	return cli_result(*resp);
 }
 
 /* "writes", "reads", "flushes", "requests" for a fault kind. */
@@ -161,7 +138,7 @@ static void print_fail(json_object *res)
 	json_object_object_get_ex(res, "fault", &f);
 	if (!f) {   /* a transient fault already spent by the time of the answer */
 		printf("device %s (%s): the fault already failed its request and disarmed\n",
-		       jstr(res, "device"), jstr(res, "role"));
+		       cli_jstr(res, "device"), cli_jstr(res, "role"));
 		return;
 	}
 	json_object *tr, *en;
@@ -171,9 +148,9 @@ static void print_fail(json_object *res)
 	if (en)
 		snprintf(err, sizeof(err), "%s", json_object_get_string(en));
 	else
-		snprintf(err, sizeof(err), "errno %" PRIu64, ju64(f, "errno"));
-	uint64_t after = ju64(f, "after");
-	const char *kinds = kind_plural(jstr(f, "op"));
+		snprintf(err, sizeof(err), "errno %" PRIu64, cli_ju64(f, "errno"));
+	uint64_t after = cli_ju64(f, "after");
+	const char *kinds = kind_plural(cli_jstr(f, "op"));
 	char when[64];
 	if (after)
 		snprintf(when, sizeof(when), "once %" PRIu64 " more have passed", after);
@@ -181,10 +158,11 @@ static void print_fail(json_object *res)
 		snprintf(when, sizeof(when), "from the next one on");
 	if (json_object_get_boolean(tr))
 		printf("device %s (%s): one of its %s fails with %s %s, then the fault "
-		       "disarms\n", jstr(res, "device"), jstr(res, "role"), kinds, err, when);
+		       "disarms\n", cli_jstr(res, "device"), cli_jstr(res, "role"), kinds, err,
+		       when);
 	else
 		printf("device %s (%s): its %s fail with %s %s, until `tiercache debug heal`\n",
-		       jstr(res, "device"), jstr(res, "role"), kinds, err, when);
+		       cli_jstr(res, "device"), cli_jstr(res, "role"), kinds, err, when);
 }
 
 static void print_heal(json_object *res)
@@ -193,10 +171,10 @@ static void print_heal(json_object *res)
 	json_object_object_get_ex(res, "was_armed", &was);
 	if (json_object_get_boolean(was))
 		printf("device %s (%s): healed; the fault failed %" PRIu64 " request(s)\n",
-		       jstr(res, "device"), jstr(res, "role"), ju64(res, "failed"));
+		       cli_jstr(res, "device"), cli_jstr(res, "role"), cli_ju64(res, "failed"));
 	else
 		printf("device %s (%s): no fault was armed; nothing changed\n",
-		       jstr(res, "device"), jstr(res, "role"));
+		       cli_jstr(res, "device"), cli_jstr(res, "role"));
 }
 
 static int power_cut(const char *control)

@@ -23,6 +23,7 @@
 
 #include "cli.h"
 #include "ctl.h"
+#include "ctl_path.h"
 
 #define NBD_SOCKET_DEFAULT "/run/tiercache/nbd.sock"
 #define LOG_DEFAULT "/run/tiercache/serve.log"
@@ -89,28 +90,6 @@ static const char help[] =
 "    0 serving (background) or stopped cleanly (foreground), 1 the server failed to\n"
 "    start (its messages are printed), 2 bad usage.\n";
 
-static int make_parent(const char *path)
-{
-	char dir[PATH_MAX];
-	snprintf(dir, sizeof(dir), "%s", path);
-	char *slash = strrchr(dir, '/');
-	if (!slash || slash == dir)
-		return 0;
-	*slash = 0;
-	for (char *p = dir + 1;; p++) {
-		if (*p == '/' || !*p) {
-			char save = *p;
-			*p = 0;
-			if (mkdir(dir, 0755) < 0 && errno != EEXIST)
-				return -errno;
-			if (!save)
-				break;
-			*p = save;
-		}
-	}
-	return 0;
-}
-
 /* A unix socket file nobody listens on (left by a killed server) is removed; one a
  * server answers on, or a path that is not a socket at all, is an error.  Returns 0
  * or -1 after a message. */
@@ -133,7 +112,7 @@ static int clear_socket(const char *what, const char *path)
 		if (fd == -ECONNREFUSED)
 			unlink(path);
 	}
-	int r = make_parent(path);
+	int r = ctl_make_parent(path);
 	if (r) {
 		cli_err("%s %s: cannot create its folder: %s", what, path, strerror(-r));
 		return -1;
@@ -342,8 +321,9 @@ int cmd_serve(int argc, char **argv)
 		return TC_EXIT_FAIL;
 	}
 
-	if (make_parent(log) < 0) {
-		cli_err("log %s: cannot create its folder: %s", log, strerror(errno));
+	int pr = ctl_make_parent(log);
+	if (pr < 0) {
+		cli_err("log %s: cannot create its folder: %s", log, strerror(-pr));
 		return TC_EXIT_FAIL;
 	}
 	if (!log_file_ok(log))

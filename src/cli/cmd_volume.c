@@ -410,31 +410,12 @@ static json_object *run(struct vopts *o, json_object *req, const char *what)
 /* Print the error of a failed response; returns the result object of a good one. */
 static json_object *result_of(json_object *resp)
 {
-	json_object *jok, *jr;
 	if (cli_isatty_err())
 		fputs("\r\033[K", stderr);
-	if (json_object_object_get_ex(resp, "ok", &jok) && json_object_get_boolean(jok) &&
-	    json_object_object_get_ex(resp, "result", &jr))
-		return jr;
-	json_object *je, *jn;
-	int err = json_object_object_get_ex(resp, "errno", &jn) ? json_object_get_int(jn) : EIO;
-	cli_err("%s", json_object_object_get_ex(resp, "error", &je) ?
-		json_object_get_string(je) : strerror(err));
-	if (err == EINTR)
+	json_object *jr = cli_result(resp);
+	if (!jr && cli_result_errno(resp) == EINTR)
 		cli_err("interrupted: nothing was lost, the volume is as it was");
-	return NULL;
-}
-
-static const char *jstr(json_object *o, const char *key)
-{
-	json_object *v;
-	return json_object_object_get_ex(o, key, &v) && v ? json_object_get_string(v) : "-";
-}
-
-static uint64_t ju64(json_object *o, const char *key)
-{
-	json_object *v;
-	return json_object_object_get_ex(o, key, &v) ? json_object_get_uint64(v) : 0;
+	return jr;
 }
 
 static void print_settings(const char *vol, json_object *s)
@@ -443,12 +424,12 @@ static void print_settings(const char *vol, json_object *s)
 	json_object_object_get_ex(s, "read_cache", &rc);
 	char hb[32];
 	printf("volume \"%s\": read cache %s, write policy %s, flush rate %s, admission %s",
-	       vol, json_object_get_boolean(rc) ? "on" : "off", jstr(s, "write_policy"),
-	       jstr(s, "flush_rate"), jstr(s, "admission"));
-	if (!strcmp(jstr(s, "admission"), "nhit"))
-		printf(":%" PRIu64, ju64(s, "nhit"));
-	printf(", fill %s, seq cutoff %s\n", jstr(s, "fill"),
-	       cli_human(ju64(s, "seq_cutoff"), hb, sizeof(hb)));
+	       vol, json_object_get_boolean(rc) ? "on" : "off", cli_jstr(s, "write_policy"),
+	       cli_jstr(s, "flush_rate"), cli_jstr(s, "admission"));
+	if (!strcmp(cli_jstr(s, "admission"), "nhit"))
+		printf(":%" PRIu64, cli_ju64(s, "nhit"));
+	printf(", fill %s, seq cutoff %s\n", cli_jstr(s, "fill"),
+	       cli_human(cli_ju64(s, "seq_cutoff"), hb, sizeof(hb)));
 }
 
 static void print_json(json_object *o)
@@ -529,15 +510,18 @@ static void status_volume_row(struct table *t, json_object *v)
 	json_object *rc = NULL;
 	if (has)
 		json_object_object_get_ex(s, "read_cache", &rc);
-	bool absent = !strcmp(jstr(v, "state"), "no-backing");
-	snprintf(rate, sizeof(rate), "%s/s", cli_human(ju64(v, "writeback_rate"), c, sizeof(c)));
+	bool absent = !strcmp(cli_jstr(v, "state"), "no-backing");
+	snprintf(rate, sizeof(rate), "%s/s",
+		 cli_human(cli_ju64(v, "writeback_rate"), c, sizeof(c)));
 	const char *row[] = {
-		jstr(v, "name"), cli_human(ju64(v, "size"), a, sizeof(a)), jstr(v, "state"),
-		has ? jstr(s, "write_policy") : "-",
+		cli_jstr(v, "name"), cli_human(cli_ju64(v, "size"), a, sizeof(a)),
+		cli_jstr(v, "state"),
+		has ? cli_jstr(s, "write_policy") : "-",
 		has ? (json_object_get_boolean(rc) ? "on" : "off") : "-",
-		has ? jstr(s, "flush_rate") : "-", cli_human(ju64(v, "dirty_bytes"), b, sizeof(b)),
+		has ? cli_jstr(s, "flush_rate") : "-",
+		cli_human(cli_ju64(v, "dirty_bytes"), b, sizeof(b)),
 		has && !absent ? rate : "-", json_object_get_boolean(fb) ? "yes" : "no",
-		jstr(v, "cache"),
+		cli_jstr(v, "cache"),
 	};
 	table_row(t, row);
 }
@@ -554,7 +538,7 @@ static void print_status(json_object *res, struct vopts *o)
 	for (size_t i = 0; i < json_object_array_length(vols); i++) {
 		json_object *v = json_object_array_get_idx(vols, i);
 		status_volume_row(&t, v);
-		absent |= !strcmp(jstr(v, "state"), "no-backing");
+		absent |= !strcmp(cli_jstr(v, "state"), "no-backing");
 	}
 	table_print(&t);
 	if (absent)
@@ -568,12 +552,12 @@ static void print_status(json_object *res, struct vopts *o)
 	for (size_t i = 0; i < json_object_array_length(caches); i++) {
 		json_object *c = json_object_array_get_idx(caches, i);
 		char a[32], b[32], n1[24], n2[24], n3[24];
-		snprintf(n1, sizeof(n1), "%" PRIu64, ju64(c, "lines"));
-		snprintf(n2, sizeof(n2), "%" PRIu64, ju64(c, "lines_used"));
-		snprintf(n3, sizeof(n3), "%" PRIu64, ju64(c, "lines_dirty"));
-		table_row(&ct, (const char *[]){ jstr(c, "device"),
-			cli_human(ju64(c, "line_size"), a, sizeof(a)), n1, n2, n3,
-			cli_human(ju64(c, "dirty_bytes"), b, sizeof(b)) });
+		snprintf(n1, sizeof(n1), "%" PRIu64, cli_ju64(c, "lines"));
+		snprintf(n2, sizeof(n2), "%" PRIu64, cli_ju64(c, "lines_used"));
+		snprintf(n3, sizeof(n3), "%" PRIu64, cli_ju64(c, "lines_dirty"));
+		table_row(&ct, (const char *[]){ cli_jstr(c, "device"),
+			cli_human(cli_ju64(c, "line_size"), a, sizeof(a)), n1, n2, n3,
+			cli_human(cli_ju64(c, "dirty_bytes"), b, sizeof(b)) });
 	}
 	printf("\n");
 	table_print(&ct);
@@ -614,17 +598,18 @@ static void print_flush(json_object *res, struct vopts *o)
 		return;
 	}
 	printf("flushed %s; dirty now %" PRIu64 " bytes\n",
-	       cli_human(ju64(res, "dirty_bytes_before"), a, sizeof(a)), ju64(res, "dirty_bytes"));
+	       cli_human(cli_ju64(res, "dirty_bytes_before"), a, sizeof(a)),
+	       cli_ju64(res, "dirty_bytes"));
 }
 
 static void print_detach(json_object *res, struct vopts *o)
 {
 	char a[32];
-	printf("volume \"%s\": detached from its cache%s", jstr(res, "name"),
+	printf("volume \"%s\": detached from its cache%s", cli_jstr(res, "name"),
 	       o->ndevices ? "" : "");
-	if (ju64(res, "dirty_bytes_discarded"))
+	if (cli_ju64(res, "dirty_bytes_discarded"))
 		printf(", %s of dirty data discarded",
-		       cli_human(ju64(res, "dirty_bytes_discarded"), a, sizeof(a)));
+		       cli_human(cli_ju64(res, "dirty_bytes_discarded"), a, sizeof(a)));
 	printf("\n");
 }
 
@@ -634,13 +619,14 @@ static void print_attach(json_object *res, struct vopts *o)
 	if (json_object_object_get_ex(res, "already_attached", &aa) &&
 	    json_object_get_boolean(aa)) {
 		printf("volume \"%s\": already attached to cache %s; nothing changed\n",
-		       jstr(res, "name"), jstr(res, "cache"));
+		       cli_jstr(res, "name"), cli_jstr(res, "cache"));
 		return;
 	}
-	printf("volume \"%s\": attached to cache %s\n", jstr(res, "name"), jstr(res, "cache"));
+	printf("volume \"%s\": attached to cache %s\n", cli_jstr(res, "name"),
+	       cli_jstr(res, "cache"));
 	json_object *s;
 	if (json_object_object_get_ex(res, "settings", &s) && s)
-		print_settings(jstr(res, "name"), s);
+		print_settings(cli_jstr(res, "name"), s);
 }
 
 /* VOLUME, the one operand of set/flush/detach/stats. */

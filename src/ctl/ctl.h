@@ -16,6 +16,11 @@
  *
  * The same requests run offline: ctl_execute() on a host the command assembled itself,
  * so a volume command does exactly the same thing with or without a server.
+ *
+ * The control library (tc_ctl, linked by the command and the plugin): ctl_proto.c (wire
+ * format, error responses, settings JSON), ctl_ops.c (ctl_execute), ctl_capture.c (log
+ * capture), ctl_client.c (ctl_connect, ctl_call), ctl_server.c (ctl_server.h),
+ * ctl_path.c (ctl_path.h).
  */
 #ifndef TC_CTL_H
 #define TC_CTL_H
@@ -40,8 +45,15 @@ json_object *ctl_execute(tc_host *host, json_object *req, tc_progress_fn progres
 			 void *opaque);
 
 /* ctl_capture_log - a log sink calls this with each message; it is kept when the
- * calling thread runs ctl_execute(), and dropped otherwise.  Returns true if kept. */
+ * calling thread runs ctl_execute(), and dropped otherwise.  Returns true if kept
+ * (false too when out of memory: the caller then prints it). */
 bool ctl_capture_log(const char *msg);
+
+/* ctl_capture_begin / ctl_capture_end - ctl_execute()'s bracket: from begin on, this
+ * thread's ctl_capture_log() messages are kept; end stops that and returns them joined
+ * by "; " (malloc'ed, caller frees), or NULL when there were none. */
+void ctl_capture_begin(void);
+char *ctl_capture_end(void);
 
 /* ctl_error - a final error response: errno @err (positive), message @msg. */
 json_object *ctl_error(int err, const char *msg);
@@ -66,8 +78,10 @@ json_object *ctl_recv(int fd, char *buf, size_t cap, size_t *fill, int *err);
 
 /* Settings <-> JSON: keys read_cache (bool), write_policy, flush_rate ("wb", "medium"),
  * admission ("always" / "nhit"), nhit, fill ("line" / "sectors"), seq_cutoff (bytes).
+ * ctl_settings_json() returns a new object with every key (NULL only when out of
+ * memory); `status`, `stats` and `check` all show settings with it.
  * ctl_settings_apply() changes only the keys @obj has; it returns 0 or -EINVAL with a
- * message naming the key and the value in @why. */
+ * message naming the key and the value in @why (@len bytes). */
 json_object *ctl_settings_json(const struct tc_volume_settings *s);
 int ctl_settings_apply(json_object *obj, struct tc_volume_settings *s, char *why,
 		       size_t len);

@@ -21,6 +21,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "ctl_path.h"
 #include "ctl_server.h"
 
 struct ctl_server {
@@ -172,34 +173,6 @@ static void *accept_main(void *arg)
 	return NULL;
 }
 
-/* mkdir -p of @path's folder (mode 0755 for the ones created). */
-static int make_parent(const char *path)
-{
-	char *dir = strdup(path);
-	if (!dir)
-		return -ENOMEM;
-	char *slash = strrchr(dir, '/');
-	int r = 0;
-	if (slash && slash != dir) {
-		*slash = 0;
-		for (char *p = dir + 1; ; p++) {
-			if (*p == '/' || !*p) {
-				char save = *p;
-				*p = 0;
-				if (mkdir(dir, 0755) < 0 && errno != EEXIST) {
-					r = -errno;
-					break;
-				}
-				if (!save)
-					break;
-				*p = save;
-			}
-		}
-	}
-	free(dir);
-	return r;
-}
-
 int ctl_server_start(tc_host *host, const char *path, ctl_power_cut_fn power_cut,
 		     void *opaque, struct ctl_server **out)
 {
@@ -211,7 +184,7 @@ int ctl_server_start(tc_host *host, const char *path, ctl_power_cut_fn power_cut
 		return -ENAMETOOLONG;
 	}
 	strcpy(sa.sun_path, path);
-	int r = make_parent(path);
+	int r = ctl_make_parent(path);
 	if (r) {
 		tc_log(ctx, TC_LOG_ERROR, "control socket %s: cannot create its folder: %s", path,
 		       strerror(-r));

@@ -140,6 +140,11 @@ stop_server
 tc check --json hdd.img >check.json || fail "check hdd.img: exit $?"
 [ "$(json_get check.json devices 0 settings write_policy)" = wb ] || fail "backing: $(cat check.json)"
 [ "$(json_get check.json devices 0 settings flush_rate)" = high ] || fail "backing: $(cat check.json)"
+# check shows every setting, as status does.
+[ "$(json_get check.json devices 0 settings admission)" = nhit ] || fail "backing: $(cat check.json)"
+[ "$(json_get check.json devices 0 settings nhit)" -eq 2 ] || fail "backing: $(cat check.json)"
+[ "$(json_get check.json devices 0 settings seq_cutoff)" -eq 1048576 ] ||
+	fail "backing: $(cat check.json)"
 serve ssd.img hdd.img hdd2.img
 [ "$(setting write_policy)" = wb ] || fail "after restart: write policy $(setting write_policy)"
 [ "$(setting read_cache)" = True ] || fail "after restart: read cache $(setting read_cache)"

@@ -39,6 +39,7 @@
 #include <unistd.h>
 
 #include "model.h"
+#include "report.h"
 #include "tiercache.h"
 #include "tiercache-test.h"
 
@@ -48,7 +49,6 @@
 #define VOL_SECTORS (VOL_SIZE / TC_SECTOR_SIZE)
 #define MAX_N 200u
 #define MAX_IO (64u * 1024)
-#define LOG_KEEP 10
 #define MS ((uint64_t)1000 * 1000)
 #define RUN_TIMEOUT_S 60
 
@@ -95,10 +95,7 @@ struct iorun {
 	bool fired;                     /* the fault hit (device error counter) */
 	unsigned errors;                /* requests that completed with -EIO */
 	const char *phase;
-	bool failed;
-	char failure[1536];
-	char log[LOG_KEEP][256];
-	unsigned log_next, log_count;
+	struct report rep;              /* the first failure, the last log lines */
 };
 
 static void run_log(void *opaque, enum tc_log_level level, const char *msg)
@@ -106,26 +103,23 @@ static void run_log(void *opaque, enum tc_log_level level, const char *msg)
 	struct iorun *r = opaque;
 
 	(void)level;
-	snprintf(r->log[r->log_next], sizeof(r->log[0]), "%s", msg);
-	r->log_next = (r->log_next + 1) % LOG_KEEP;
-	if (r->log_count < LOG_KEEP)
-		r->log_count++;
+	report_log(&r->rep, "%s", msg);
 }
 
 static void fail(struct iorun *r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 static void fail(struct iorun *r, const char *fmt, ...)
 {
 	va_list ap;
-	size_t used;
+	bool first;
 
-	if (r->failed)
-		return;
-	r->failed = true;
 	va_start(ap, fmt);
-	vsnprintf(r->failure, sizeof(r->failure), fmt, ap);
+	first = report_vfail(&r->rep, fmt, ap);
 	va_end(ap);
-	used = strlen(r->failure);
-	snprintf(r->failure + used, sizeof(r->failure) - used, " [%s]", r->phase);
+	if (first) {
+		size_t used = strlen(r->rep.failure);
+		snprintf(r->rep.failure + used, sizeof(r->rep.failure) - used, " [%s]",
+			 r->phase);
+	}
 }
 
 static void trace(const struct iorun *r, const char *fmt, ...)
@@ -266,7 +260,7 @@ static void do_write(struct iorun *r, enum tc_op op, unsigned flags, uint64_t of
 	uint32_t id = 0;
 	int ret;
 
-	if (r->failed)
+	if (r->rep.failed)
 		return;
 	if (op == TC_OP_WRITE) {
 		id = tc_model_new_write_id(r->model);
@@ -292,7 +286,7 @@ static int do_read(struct iorun *r, uint64_t off, uint64_t len)
 	char msg[1024];
 	int ret;
 
-	if (r->failed)
+	if (r->rep.failed)
 		return 0;
 	memset(r->buf, 0xa5, len);
 	ret = tc_volume_io(r->vol, TC_OP_READ, 0, r->buf, len, off);
@@ -315,7 +309,7 @@ static void do_flush(struct iorun *r)
 	uint64_t token;
 	int ret;
 
-	if (r->failed)
+	if (r->rep.failed)
 		return;
 	token = tc_model_flush_begin(r->model, 0);
 	ret = tc_volume_io(r->vol, TC_OP_FLUSH, 0, NULL, 0, 0);
@@ -328,7 +322,7 @@ static int do_flush_dirty(struct iorun *r)
 {
 	int ret;
 
-	if (r->failed)
+	if (r->rep.failed)
 		return 0;
 	ret = tc_volume_flush_dirty(r->vol, NULL, NULL);
 	trace(r, "tc_volume_flush_dirty: %d", ret);
@@ -343,7 +337,7 @@ static int do_flush_dirty(struct iorun *r)
 /* Idle time: the cleaner writes back, the periodic commit runs. */
 static void idle(struct iorun *r, uint64_t ns)
 {
-	for (uint64_t t = 0; t < ns && !r->failed; t += 10 * MS) {
+	for (uint64_t t = 0; t < ns && !r->rep.failed; t += 10 * MS) {
 		tc_ctx_advance(r->ctx, 10 * MS);
 		while (tc_ctx_poll(r->ctx, 64) > 0)
 			;
@@ -406,7 +400,7 @@ static void probe_fallback(struct iorun *r)
 	struct tc_volume_stats st;
 
 	r->phase = "probing for pass-through fallback";
-	for (unsigned i = 0; i < 8 && !r->failed; i++) {
+	for (unsigned i = 0; i < 8 && !r->rep.failed; i++) {
 		tc_volume_stats(r->vol, &st);
 		if (st.fallback_pt)
 			return;
@@ -417,7 +411,7 @@ static void probe_fallback(struct iorun *r)
 		idle(r, 1100 * MS);
 	}
 	tc_volume_stats(r->vol, &st);
-	if (!r->failed && !st.fallback_pt)
+	if (!r->rep.failed && !st.fallback_pt)
 		fail(r, "the cache device fails every %s, yet tc_volume_stats.fallback_pt is "
 		     "false (cache_errors=%" PRIu64 ")", op_names[r->c->op], st.cache_errors);
 }
@@ -426,7 +420,7 @@ static void probe_fallback(struct iorun *r)
  * is a failure. */
 static void verify_all(struct iorun *r, bool all_must_succeed, bool clean_must_succeed)
 {
-	for (uint64_t off = 0; off < VOL_SIZE && !r->failed; off += 4096) {
+	for (uint64_t off = 0; off < VOL_SIZE && !r->rep.failed; off += 4096) {
 		uint64_t first = off / TC_SECTOR_SIZE;
 		bool dirty = false;
 		int ret;
@@ -434,7 +428,7 @@ static void verify_all(struct iorun *r, bool all_must_succeed, bool clean_must_s
 		for (unsigned i = 0; i < 8; i++)
 			dirty |= r->maybe_dirty[first + i];
 		ret = do_read(r, off, 4096);
-		if (ret == 0 || r->failed)
+		if (ret == 0 || r->rep.failed)
 			continue;
 		if (all_must_succeed)
 			fail(r, "read offset=%" PRIu64 " length=4096 failed (%d) though the "
@@ -464,7 +458,7 @@ static bool run_once(struct iorun *r)
 	workload(r);
 	tc_dev_stats(faulty_dev(r), &ds);
 	r->fired = ds.errors > 0;
-	if (r->failed)
+	if (r->rep.failed)
 		return r->fired;
 	if (!r->fired || !c->persistent)
 		tc_crash_fail_nth(faulty_dev(r), c->op, 0, false);
@@ -475,10 +469,10 @@ static bool run_once(struct iorun *r)
 		if (r->errors)
 			fail(r, "%u requests failed though no device request did", r->errors);
 		tc_volume_stats(r->vol, &vs);
-		if (!r->failed && vs.dirty_bytes != 0)
+		if (!r->rep.failed && vs.dirty_bytes != 0)
 			fail(r, "%" PRIu64 " dirty bytes after tc_volume_flush_dirty and no "
 			     "write since", vs.dirty_bytes);
-		if (!r->failed && vs.fallback_pt)
+		if (!r->rep.failed && vs.fallback_pt)
 			fail(r, "fallback_pt with no device error");
 	}
 	if (r->fired && c->persistent && c->role == ROLE_CACHE)
@@ -489,7 +483,7 @@ static bool run_once(struct iorun *r)
 		verify_all(r, true, true);
 	else
 		verify_all(r, false, c->role == ROLE_CACHE);
-	if (r->failed || (c->persistent && r->fired))
+	if (r->rep.failed || (c->persistent && r->fired))
 		return r->fired;
 
 	/* The devices work: a clean close and reopen must keep everything. */
@@ -516,12 +510,10 @@ static void print_failure(const struct iorun *r)
 	char name[128];
 
 	case_name(r->c, name, sizeof(name));
-	printf("FAIL ioerr %s N=%u: %s\n", name, r->n, r->failure);
+	printf("FAIL ioerr %s N=%u: %s\n", name, r->n, r->rep.failure);
 	printf("  replay: tc-ioerr --case %u --n %u --trace\n",
 	       atomic_load(&config.current_case), r->n);
-	for (unsigned i = 0; i < r->log_count; i++)
-		printf("  log: %s\n",
-		       r->log[(r->log_next + LOG_KEEP - r->log_count + i) % LOG_KEEP]);
+	report_print_log(&r->rep);
 	fflush(stdout);
 }
 
@@ -683,7 +675,7 @@ int main(int argc, char **argv)
 			alarm(RUN_TIMEOUT_S);
 			fired = run_once(r);
 			alarm(0);
-			if (r->failed) {
+			if (r->rep.failed) {
 				print_failure(r);
 				failed++;
 				case_failed = true;

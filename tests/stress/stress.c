@@ -39,6 +39,7 @@
 #include <unistd.h>
 
 #include "model.h"
+#include "report.h"
 #include "tiercache.h"
 #include "tiercache-test.h"
 
@@ -47,7 +48,6 @@
 #define MAX_LINE_SIZE 65536u
 #define MAX_REQ_BYTES (3u * MAX_LINE_SIZE)
 #define VERIFY_CHUNK (128u * 1024)
-#define LOG_KEEP 12
 #define MS ((uint64_t)1000 * 1000)
 #define IDLE_LIMIT_NS (120 * 1000 * MS)   /* virtual time a drain may take */
 #define SEED_TIMEOUT_S 120                    /* wall time per seed: hang watchdog */
@@ -228,10 +228,7 @@ struct run {
 	unsigned inflight;
 	uint8_t *vbuf;                  /* VERIFY_CHUNK */
 
-	bool failed;
-	char failure[2048];
-	char log[LOG_KEEP][256];
-	unsigned log_next, log_count;
+	struct report rep;              /* the first failure, the last log lines */
 	struct counts n;
 };
 
@@ -240,11 +237,7 @@ static void run_log(void *opaque, enum tc_log_level level, const char *msg)
 	struct run *r = opaque;
 	static const char *names[] = { "error", "warn", "info", "debug" };
 
-	snprintf(r->log[r->log_next], sizeof(r->log[0]), "[gen %u %s] %s", r->generation,
-		 names[level & 3], msg);
-	r->log_next = (r->log_next + 1) % LOG_KEEP;
-	if (r->log_count < LOG_KEEP)
-		r->log_count++;
+	report_log(&r->rep, "[gen %u %s] %s", r->generation, names[level & 3], msg);
 }
 
 /* Records the first failure of the run; later ones are consequences. */
@@ -253,11 +246,8 @@ static void fail(struct run *r, const char *fmt, ...)
 {
 	va_list ap;
 
-	if (r->failed)
-		return;
-	r->failed = true;
 	va_start(ap, fmt);
-	vsnprintf(r->failure, sizeof(r->failure), fmt, ap);
+	report_vfail(&r->rep, fmt, ap);
 	va_end(ap);
 }
 
@@ -290,7 +280,7 @@ static void print_failure(const struct run *r)
 	const struct seed_setup *su = r->su;
 	char s[256];
 
-	printf("FAIL seed=%" PRIu64 " %s\n", su->seed, r->failure);
+	printf("FAIL seed=%" PRIu64 " %s\n", su->seed, r->rep.failure);
 	printf("  at op %u of %u, generation %u (power cuts %" PRIu64 ", clean restarts %"
 	       PRIu64 ")\n", r->op, config.ops, r->generation, r->n.power_cuts,
 	       r->n.restarts);
@@ -304,9 +294,7 @@ static void print_failure(const struct run *r)
 		settings_str(&r->set[v], s, sizeof(s));
 		printf("  volume %u: now %s\n", v, s);
 	}
-	for (unsigned i = 0; i < r->log_count; i++)
-		printf("  log: %s\n",
-		       r->log[(r->log_next + LOG_KEEP - r->log_count + i) % LOG_KEEP]);
+	report_print_log(&r->rep);
 	printf("  replay: tc-stress --seed %" PRIu64 " --count 1 --ops %u\n", su->seed,
 	       config.ops);
 	fflush(stdout);
@@ -322,7 +310,7 @@ static bool wait_inflight(struct run *r, unsigned limit)
 {
 	uint64_t idle = 0, spins = 0;
 
-	while (r->inflight > limit && !r->failed) {
+	while (r->inflight > limit && !r->rep.failed) {
 		int ran = tc_ctx_poll(r->ctx, 16);
 
 		if (ran < 0) {
@@ -339,7 +327,7 @@ static bool wait_inflight(struct run *r, unsigned limit)
 			break;
 		}
 	}
-	return !r->failed;
+	return !r->rep.failed;
 }
 
 /* ------------------------------------------------------------------------------------
@@ -350,7 +338,7 @@ static void check_read(struct run *r, struct req *q)
 {
 	char msg[1024];
 
-	for (uint64_t i = 0; i < q->nsectors && !r->failed; i++) {
+	for (uint64_t i = 0; i < q->nsectors && !r->rep.failed; i++) {
 		const uint8_t *sec = q->buf + i * TC_SECTOR_SIZE;
 
 		if (!tc_model_check(r->model, q->vol, q->first + i, sec, TC_MODEL_CURRENT, msg,
@@ -783,10 +771,10 @@ static void verify_volumes(struct run *r, enum tc_model_rule rule, bool collapse
 {
 	char msg[1024];
 
-	for (unsigned v = 0; v < r->su->nvol && !r->failed; v++) {
+	for (unsigned v = 0; v < r->su->nvol && !r->rep.failed; v++) {
 		uint64_t size = r->su->vol[v].size;
 
-		for (uint64_t off = 0; off < size && !r->failed; off += VERIFY_CHUNK) {
+		for (uint64_t off = 0; off < size && !r->rep.failed; off += VERIFY_CHUNK) {
 			uint64_t len = size - off < VERIFY_CHUNK ? size - off : VERIFY_CHUNK;
 			int ret;
 
@@ -895,14 +883,14 @@ static void finish(struct run *r)
 	if (!wait_inflight(r, 0))
 		return;
 	verify_volumes(r, TC_MODEL_CURRENT, false);
-	for (unsigned v = 0; v < r->su->nvol && !r->failed; v++) {
+	for (unsigned v = 0; v < r->su->nvol && !r->rep.failed; v++) {
 		ret = tc_volume_flush_dirty(r->vol[v], NULL, NULL);
 		if (ret != 0)
 			fail(r, "final tc_volume_flush_dirty(volume %u) returned %d (%s)", v,
 			     ret, strerror(-ret));
 		check_no_dirty(r, v, "after the final tc_volume_flush_dirty");
 	}
-	if (r->failed)
+	if (r->rep.failed)
 		return;
 	tc_cache_stats(r->cache, &cs);
 	if (cs.dirty_bytes != 0 || cs.lines_dirty != 0) {
@@ -921,10 +909,10 @@ static void finish(struct run *r)
 		r->vol[v] = NULL;
 	}
 	r->phase = "backing device read directly after detach";
-	for (unsigned v = 0; v < r->su->nvol && !r->failed; v++) {
+	for (unsigned v = 0; v < r->su->nvol && !r->rep.failed; v++) {
 		uint64_t size = r->su->vol[v].size;
 
-		for (uint64_t off = 0; off < size && !r->failed; off += VERIFY_CHUNK) {
+		for (uint64_t off = 0; off < size && !r->rep.failed; off += VERIFY_CHUNK) {
 			uint64_t len = size - off < VERIFY_CHUNK ? size - off : VERIFY_CHUNK;
 
 			ret = tc_dev_pread(r->vol_dev[v], r->vbuf, len,
@@ -946,7 +934,7 @@ static void finish(struct run *r)
 			r->n.sectors_verified += len / TC_SECTOR_SIZE;
 		}
 	}
-	if (r->failed)
+	if (r->rep.failed)
 		return;
 	ret = tc_cache_close(r->cache);
 	r->cache = NULL;
@@ -960,7 +948,7 @@ static void finish(struct run *r)
 
 static void op_loop(struct run *r)
 {
-	for (r->op = 0; r->op < config.ops && !r->failed; r->op++) {
+	for (r->op = 0; r->op < config.ops && !r->rep.failed; r->op++) {
 		unsigned pick = (unsigned)rnd_below(&r->rng, 1000);
 		int ran;
 
@@ -985,7 +973,7 @@ static void op_loop(struct run *r)
 		else if (pick < 848)
 			clean_restart(r);
 		/* else: a pause, the cleaner and the timers get the time */
-		if (r->failed)
+		if (r->rep.failed)
 			break;
 		ran = tc_ctx_poll(r->ctx, (unsigned)rnd_below(&r->rng, 9));
 		if (ran < 0)
@@ -1079,11 +1067,11 @@ static bool run_seed(uint64_t seed)
 	if (open_stack(r, true)) {
 		r->phase = "running";
 		op_loop(r);
-		if (!r->failed)
+		if (!r->rep.failed)
 			finish(r);
 	}
 	alarm(0);
-	ok = !r->failed;
+	ok = !r->rep.failed;
 	if (!ok)
 		print_failure(r);
 	else if (config.verbose) {

@@ -18,6 +18,7 @@
 #include "tiercache.h"
 #include "tiercache-test.h"
 #include "format.h"
+#include "helpers.h"
 #include <json-c/json.h>
 
 #define MIB (1024u * 1024u)
@@ -111,9 +112,7 @@ static void env_down_failed(struct env *e)
 static int setup(void **state)
 {
 	struct env *e = calloc(1, sizeof(*e));
-	const char *tmp = getenv("TMPDIR");
-	snprintf(e->dir, sizeof(e->dir), "%s/tc-test-cache-XXXXXX", tmp ? tmp : "/tmp");
-	if (!mkdtemp(e->dir))
+	if (!e || t_mkdtemp(e->dir, sizeof(e->dir), "tc-test-cache"))
 		return -1;
 	snprintf(e->cpath, sizeof(e->cpath), "%s/cache", e->dir);
 	snprintf(e->bpath, sizeof(e->bpath), "%s/backing", e->dir);

@@ -19,6 +19,7 @@
 #include <string.h>
 #include <unistd.h>
 #include "tiercache.h"
+#include "helpers.h"
 
 #define MIB (1024u * 1024u)
 #define THREADS 3
@@ -238,9 +239,7 @@ static void quiet(void *o, enum tc_log_level l, const char *m)
 static void run(unsigned flags, uint8_t replacement)
 {
 	char dir[256], cp[300], bp[300];
-	const char *tmp = getenv("TMPDIR");
-	snprintf(dir, sizeof(dir), "%s/tc-threaded-XXXXXX", tmp ? tmp : "/tmp");
-	assert_non_null(mkdtemp(dir));
+	assert_int_equal(t_mkdtemp(dir, sizeof(dir), "tc-threaded"), 0);
 	snprintf(cp, sizeof(cp), "%s/cache", dir);
 	snprintf(bp, sizeof(bp), "%s/backing", dir);
 	struct shared sh = { 0 };

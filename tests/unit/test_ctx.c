@@ -16,6 +16,7 @@
 #include <cmocka.h>
 
 #include "ctx.h"
+#include "helpers.h"
 
 #define N_ITEMS 32
 
@@ -414,27 +415,12 @@ static void test_threaded_rand_varies(void **state)
  * Logging.
  */
 
-struct log_capture {
-	int count;
-	enum tc_log_level last_level;
-	char last[256];
-};
-
-static void capture_log(void *opaque, enum tc_log_level level, const char *msg)
-{
-	struct log_capture *c = opaque;
-
-	c->count++;
-	c->last_level = level;
-	snprintf(c->last, sizeof(c->last), "%s", msg);
-}
-
 static void test_log_sink_and_level(void **state)
 {
-	struct log_capture cap = { 0 };
+	struct t_log cap = { 0 };
 	tc_ctx *ctx = det_ctx(0);
 
-	tc_ctx_set_log(ctx, capture_log, &cap, TC_LOG_WARN);
+	tc_ctx_set_log(ctx, t_log_sink, &cap, TC_LOG_WARN);
 	tc_err(ctx, "volume \"%s\": offset %d beyond size %d", "db", 4096, 1024);
 	assert_int_equal(cap.count, 1);
 	assert_int_equal(cap.last_level, TC_LOG_ERROR);
@@ -443,7 +429,7 @@ static void test_log_sink_and_level(void **state)
 	assert_int_equal(cap.count, 2);
 	tc_info(ctx, "dropped");
 	assert_int_equal(cap.count, 2);
-	tc_ctx_set_log(ctx, capture_log, &cap, TC_LOG_DEBUG);
+	tc_ctx_set_log(ctx, t_log_sink, &cap, TC_LOG_DEBUG);
 	tc_info(ctx, "kept");
 	assert_int_equal(cap.count, 3);
 	assert_string_equal(cap.last, "kept");

@@ -20,6 +20,7 @@
 
 #include "dev.h"
 #include "tiercache-test.h"
+#include "helpers.h"
 
 #define DEV_SIZE (1u << 20)
 #define UNIT TC_UNIT_SIZE
@@ -35,17 +36,10 @@ static int setup(void **state)
 	struct fixture *fx = calloc(1, sizeof(*fx));
 	struct tc_ctx_opts opts = { .mode = TC_CTX_DETERMINISTIC, .seed = 3,
 				    .log_level = TC_LOG_ERROR };
-	const char *dir = getenv("TMPDIR");
-	int fd;
 
 	if (!fx || tc_ctx_new(&opts, &fx->ctx) < 0)
 		return -1;
-	snprintf(fx->path, sizeof(fx->path), "%s/tc-test-crash-XXXXXX",
-		 dir && *dir ? dir : "/tmp");
-	fd = mkstemp(fx->path);
-	if (fd < 0)
-		return -1;
-	close(fd);
+	t_mkstemp(fx->path, sizeof(fx->path), "tc-test-crash");
 	*state = fx;
 	return 0;
 }

@@ -29,6 +29,7 @@
 
 #include "dev.h"
 #include "tiercache-test.h"
+#include "helpers.h"
 
 #define MiB (1ull << 20)
 #define GiB (1ull << 30)
@@ -37,49 +38,21 @@
 #define BIG_SIZE (8 * GiB)      /* sparse: the "large area" of the calibration */
 #define HDD_OVERHEAD (800 * US) /* profiles/hdd.conf overhead_us */
 
-struct log_capture {
-	int count;
-	char last[1024];
-};
-
-static void capture_log(void *opaque, enum tc_log_level level, const char *msg)
-{
-	struct log_capture *c = opaque;
-
-	c->count++;
-	snprintf(c->last, sizeof(c->last), "%s", msg);
-}
-
 struct fixture {
 	tc_ctx *ctx;
 	char dir[512];
 	char path[600];
-	struct log_capture log;
+	struct t_log log;
 };
-
-static tc_ctx *new_ctx(enum tc_ctx_mode mode, uint64_t seed, struct log_capture *log)
-{
-	struct tc_ctx_opts opts = { .mode = mode, .seed = seed, .log_level = TC_LOG_WARN };
-	tc_ctx *ctx;
-
-	assert_int_equal(tc_ctx_new(&opts, &ctx), 0);
-	if (log)
-		tc_ctx_set_log(ctx, capture_log, log, TC_LOG_WARN);
-	return ctx;
-}
 
 static int setup_mode(void **state, enum tc_ctx_mode mode)
 {
 	struct fixture *fx = calloc(1, sizeof(*fx));
-	const char *tmp = getenv("TMPDIR");
 
-	if (!fx)
-		return -1;
-	snprintf(fx->dir, sizeof(fx->dir), "%s/tc-test-emu-XXXXXX", tmp && *tmp ? tmp : "/tmp");
-	if (!mkdtemp(fx->dir))
+	if (!fx || t_mkdtemp(fx->dir, sizeof(fx->dir), "tc-test-emu"))
 		return -1;
 	snprintf(fx->path, sizeof(fx->path), "%s/dev", fx->dir);
-	fx->ctx = new_ctx(mode, 7, &fx->log);
+	fx->ctx = t_ctx(mode, 7, TC_LOG_WARN, &fx->log);
 	*state = fx;
 	return 0;
 }
@@ -97,11 +70,9 @@ static int setup_thr(void **state)
 static int teardown(void **state)
 {
 	struct fixture *fx = *state;
-	char cmd[700];
 
 	tc_ctx_free(fx->ctx);
-	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", fx->dir);
-	assert_int_equal(system(cmd), 0);
+	assert_int_equal(t_rm_rf(fx->dir), 0);
 	free(fx);
 	return 0;
 }
@@ -601,7 +572,7 @@ static void test_det_hdd_random(void **state)
 static uint64_t det_queue(struct fixture *fx, const char *profile, struct batch *b,
 			  uint8_t *buf)
 {
-	tc_ctx *ctx = new_ctx(TC_CTX_DETERMINISTIC, 42, NULL);
+	tc_ctx *ctx = t_ctx(TC_CTX_DETERMINISTIC, 42, TC_LOG_WARN, NULL);
 	tc_dev *dev = open_emu(fx, ctx, profile, BIG_SIZE);
 	uint64_t s = 99, total;
 

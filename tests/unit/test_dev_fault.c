@@ -22,49 +22,24 @@
 
 #include "dev.h"
 #include "tiercache-test.h"
+#include "helpers.h"
 
 #define DEV_SIZE (1u << 20)
 #define BS 4096u
 
-struct fixture {
-	tc_ctx *ctx;
-	tc_dev *inner;          /* owned by dev */
-	tc_dev *dev;
-};
-
-static int setup_mode(void **state, enum tc_ctx_mode mode)
-{
-	struct fixture *fx = calloc(1, sizeof(*fx));
-	struct tc_ctx_opts opts = { .mode = mode, .seed = 5, .log_level = TC_LOG_ERROR };
-
-	if (!fx || tc_ctx_new(&opts, &fx->ctx) < 0)
-		return -1;
-	if (tc_dev_new_memory(fx->ctx, DEV_SIZE, &fx->inner) < 0)
-		return -1;
-	if (tc_dev_new_fault(fx->ctx, fx->inner, &fx->dev) < 0)
-		return -1;
-	*state = fx;
-	return 0;
-}
-
 static int setup(void **state)
 {
-	return setup_mode(state, TC_CTX_DETERMINISTIC);
+	return t_memdev_setup(state, TC_CTX_DETERMINISTIC, 5, TC_LOG_ERROR, DEV_SIZE, true);
 }
 
 static int setup_threaded(void **state)
 {
-	return setup_mode(state, TC_CTX_THREADED);
+	return t_memdev_setup(state, TC_CTX_THREADED, 5, TC_LOG_ERROR, DEV_SIZE, true);
 }
 
 static int teardown(void **state)
 {
-	struct fixture *fx = *state;
-
-	tc_dev_close(fx->dev);
-	tc_ctx_free(fx->ctx);
-	free(fx);
-	return 0;
+	return t_memdev_teardown(state);
 }
 
 static int do_write(tc_dev *dev, uint64_t off, uint8_t byte)
@@ -94,7 +69,7 @@ static void arm(tc_dev *dev, enum tc_fault_op op, uint64_t after, int error, boo
 
 static void test_passthrough(void **state)
 {
-	struct fixture *fx = *state;
+	struct t_memdev *fx = *state;
 	struct tc_dev_info info, inner_info;
 	struct tc_dev_stats st, ist;
 	struct tc_fault_state fs;
@@ -143,7 +118,7 @@ static void test_passthrough(void **state)
 
 static void test_after_n_persistent(void **state)
 {
-	struct fixture *fx = *state;
+	struct t_memdev *fx = *state;
 	struct tc_fault_state fs;
 	struct tc_dev_stats st;
 	int i;
@@ -176,7 +151,7 @@ static void test_after_n_persistent(void **state)
 
 static void test_after_zero_is_next(void **state)
 {
-	struct fixture *fx = *state;
+	struct t_memdev *fx = *state;
 
 	arm(fx->dev, TC_FAULT_READ, 0, EIO, false);
 	assert_int_equal(do_read(fx->dev, 0, NULL), -EIO);
@@ -184,7 +159,7 @@ static void test_after_zero_is_next(void **state)
 
 static void test_transient(void **state)
 {
-	struct fixture *fx = *state;
+	struct t_memdev *fx = *state;
 	struct tc_fault_state fs;
 	int i;
 
@@ -205,7 +180,7 @@ static void test_transient(void **state)
 
 static void test_heal(void **state)
 {
-	struct fixture *fx = *state;
+	struct t_memdev *fx = *state;
 	struct tc_fault_state fs;
 	uint8_t b;
 
@@ -228,7 +203,7 @@ static void test_heal(void **state)
 
 static void test_errno_chosen(void **state)
 {
-	struct fixture *fx = *state;
+	struct t_memdev *fx = *state;
 	static const int errs[] = { ENOSPC, ENODEV, EROFS, 200 };
 
 	for (size_t i = 0; i < sizeof(errs) / sizeof(errs[0]); i++) {
@@ -239,7 +214,7 @@ static void test_errno_chosen(void **state)
 
 static void test_op_filter(void **state)
 {
-	struct fixture *fx = *state;
+	struct t_memdev *fx = *state;
 
 	/* read: only reads. */
 	arm(fx->dev, TC_FAULT_READ, 0, EIO, false);
@@ -291,7 +266,7 @@ static void async_cb(struct tc_io *io, int result)
 /* A failing request completes from the context, not inside tc_dev_submit(). */
 static void test_fails_later(void **state)
 {
-	struct fixture *fx = *state;
+	struct t_memdev *fx = *state;
 	struct async_done d = { 0 };
 	uint8_t buf[BS] = { 0 };
 	struct iovec iov = { .iov_base = buf, .iov_len = BS };
@@ -317,7 +292,7 @@ static void test_fails_later(void **state)
 
 static void test_bad_faults(void **state)
 {
-	struct fixture *fx = *state;
+	struct t_memdev *fx = *state;
 	struct tc_fault bad_op = { .op = (enum tc_fault_op)4, .error = EIO };
 	struct tc_fault bad_err0 = { .op = TC_FAULT_READ, .error = 0 };
 	struct tc_fault bad_err_hi = { .op = TC_FAULT_READ, .error = 4096 };
@@ -372,7 +347,7 @@ static void *worker_main(void *arg)
  * persistent one fails exactly those past the first 700. */
 static void test_threaded(void **state)
 {
-	struct fixture *fx = *state;
+	struct t_memdev *fx = *state;
 	struct tc_fault_state fs;
 
 	for (int round = 0; round < 2; round++) {

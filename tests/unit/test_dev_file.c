@@ -21,6 +21,7 @@
 #include <cmocka.h>
 
 #include "dev.h"
+#include "helpers.h"
 
 #define DEV_SIZE (8u << 20)
 
@@ -34,49 +35,24 @@ static const struct config det_buffered = { TC_CTX_DETERMINISTIC, TC_DEV_BUFFERE
 static const struct config thr_direct = { TC_CTX_THREADED, 0 };
 static const struct config thr_buffered = { TC_CTX_THREADED, TC_DEV_BUFFERED };
 
-struct log_capture {
-	int count;
-	char last[512];
-};
-
-static void capture_log(void *opaque, enum tc_log_level level, const char *msg)
-{
-	struct log_capture *c = opaque;
-
-	c->count++;
-	snprintf(c->last, sizeof(c->last), "%s", msg);
-}
-
 struct fixture {
 	const struct config *cfg;
 	tc_ctx *ctx;
 	tc_dev *dev;
 	char path[1024];
-	struct log_capture log;
+	struct t_log log;
 };
-
-static void temp_path(char *path, size_t len)
-{
-	const char *dir = getenv("TMPDIR");
-	int fd;
-
-	snprintf(path, len, "%s/tc-test-file-XXXXXX", dir && *dir ? dir : "/tmp");
-	fd = mkstemp(path);
-	assert_true(fd >= 0);
-	close(fd);
-}
 
 static int setup(void **state)
 {
 	struct fixture *fx = calloc(1, sizeof(*fx));
 	const struct config *cfg = *state;
-	struct tc_ctx_opts opts = { .mode = cfg->mode, .seed = 99, .log_level = TC_LOG_WARN };
 
-	if (!fx || tc_ctx_new(&opts, &fx->ctx) < 0)
+	if (!fx)
 		return -1;
+	fx->ctx = t_ctx(cfg->mode, 99, TC_LOG_WARN, &fx->log);
 	fx->cfg = cfg;
-	tc_ctx_set_log(fx->ctx, capture_log, &fx->log, TC_LOG_WARN);
-	temp_path(fx->path, sizeof(fx->path));
+	t_mkstemp(fx->path, sizeof(fx->path), "tc-test-file");
 	if (tc_dev_open_file(fx->ctx, fx->path, cfg->flags | TC_DEV_CREATE, DEV_SIZE,
 			     &fx->dev) < 0)
 		return -1;

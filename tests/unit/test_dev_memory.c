@@ -17,60 +17,23 @@
 
 #include "dev.h"
 #include "tiercache-test.h"
+#include "helpers.h"
 
 #define DEV_SIZE (1u << 20)
 
-struct log_capture {
-	int count;
-	char last[512];
-};
-
-static void capture_log(void *opaque, enum tc_log_level level, const char *msg)
-{
-	struct log_capture *c = opaque;
-
-	c->count++;
-	snprintf(c->last, sizeof(c->last), "%s", msg);
-}
-
-struct fixture {
-	tc_ctx *ctx;
-	tc_dev *dev;
-	struct log_capture log;
-};
-
-static int setup_mode(void **state, enum tc_ctx_mode mode)
-{
-	struct fixture *fx = calloc(1, sizeof(*fx));
-	struct tc_ctx_opts opts = { .mode = mode, .seed = 1, .log_level = TC_LOG_WARN };
-
-	if (!fx || tc_ctx_new(&opts, &fx->ctx) < 0)
-		return -1;
-	tc_ctx_set_log(fx->ctx, capture_log, &fx->log, TC_LOG_WARN);
-	if (tc_dev_new_memory(fx->ctx, DEV_SIZE, &fx->dev) < 0)
-		return -1;
-	*state = fx;
-	return 0;
-}
-
 static int setup_det(void **state)
 {
-	return setup_mode(state, TC_CTX_DETERMINISTIC);
+	return t_memdev_setup(state, TC_CTX_DETERMINISTIC, 1, TC_LOG_WARN, DEV_SIZE, false);
 }
 
 static int setup_threaded(void **state)
 {
-	return setup_mode(state, TC_CTX_THREADED);
+	return t_memdev_setup(state, TC_CTX_THREADED, 1, TC_LOG_WARN, DEV_SIZE, false);
 }
 
 static int teardown(void **state)
 {
-	struct fixture *fx = *state;
-
-	tc_dev_close(fx->dev);
-	tc_ctx_free(fx->ctx);
-	free(fx);
-	return 0;
+	return t_memdev_teardown(state);
 }
 
 static void fill(uint8_t *buf, size_t len, unsigned seed)
@@ -111,7 +74,7 @@ static void req_init(struct req *r, uint8_t op, uint64_t off, uint64_t len,
 
 static void test_read_after_write(void **state)
 {
-	struct fixture *fx = *state;
+	struct t_memdev *fx = *state;
 	uint8_t wbuf[8192], rbuf[8192];
 	struct tc_dev_info info;
 
@@ -142,7 +105,7 @@ static void test_read_after_write(void **state)
 
 static void test_iovecs(void **state)
 {
-	struct fixture *fx = *state;
+	struct t_memdev *fx = *state;
 	uint8_t a[512], b[2048], c[1536], flat[4096], back[4096];
 	struct iovec wv[3] = { { a, sizeof(a) }, { b, sizeof(b) }, { c, sizeof(c) } };
 	uint8_t ra[1024], rb[3072];
@@ -194,7 +157,7 @@ static void test_iov_helpers_skip(void **state)
 	assert_int_equal(y[3], 7);
 }
 
-static int submit_and_wait(struct fixture *fx, struct req *r)
+static int submit_and_wait(struct t_memdev *fx, struct req *r)
 {
 	tc_dev_submit(fx->dev, &r->io);
 	if (tc_ctx_deterministic(fx->ctx))
@@ -209,7 +172,7 @@ static int submit_and_wait(struct fixture *fx, struct req *r)
 
 static void test_refusals(void **state)
 {
-	struct fixture *fx = *state;
+	struct t_memdev *fx = *state;
 	uint8_t buf[4096] = { 0 };
 	struct iovec iov = { buf, sizeof(buf) };
 	struct iovec short_iov = { buf, 1024 };
@@ -246,7 +209,7 @@ static void test_refusals(void **state)
 
 static void test_discard_and_zeroes(void **state)
 {
-	struct fixture *fx = *state;
+	struct t_memdev *fx = *state;
 	uint8_t wbuf[16384], rbuf[16384], zero[16384] = { 0 };
 	struct tc_dev_stats st;
 	struct req r;
@@ -324,7 +287,7 @@ static void test_seeded_order(void **state)
 
 static void test_bad_size(void **state)
 {
-	struct fixture *fx = *state;
+	struct t_memdev *fx = *state;
 	tc_dev *dev = (tc_dev *)&dev;
 
 	assert_int_equal(tc_dev_new_memory(fx->ctx, 1000, &dev), -EINVAL);

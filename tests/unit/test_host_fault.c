@@ -18,76 +18,30 @@
 #include <string.h>
 #include "tiercache.h"
 #include "tiercache-test.h"
+#include "helpers.h"
 
 #define MIB (1024u * 1024u)
 
-struct fx {
-	char dir[64];
-	char ssd[96], hdd[96], crash_ssd[112], crash_hdd[112];
-	tc_ctx *ctx;
-	char last_err[1024];
-};
-
-static void sink(void *opaque, enum tc_log_level level, const char *msg)
-{
-	struct fx *f = opaque;
-	if (level <= TC_LOG_ERROR)
-		snprintf(f->last_err, sizeof(f->last_err), "%s", msg);
-}
-
-static void make_dev(struct fx *f, const char *path, uint64_t size, const char *name)
-{
-	tc_dev *d;
-	assert_int_equal(tc_dev_open_file(f->ctx, path, TC_DEV_CREATE, size, &d), 0);
-	if (name) {
-		struct tc_volume_settings s;
-		tc_volume_settings_default(&s);
-		s.write_policy = TC_WP_WT;
-		assert_int_equal(tc_backing_format(f->ctx, d, name, &s), 0);
-	} else {
-		struct tc_cache_opts o;
-		tc_cache_opts_default(&o);
-		o.line_size = 16384;
-		assert_int_equal(tc_cache_format(f->ctx, d, &o), 0);
-	}
-	tc_dev_close(d);
-}
-
 static int setup(void **state)
 {
-	struct fx *f = calloc(1, sizeof(*f));
-	snprintf(f->dir, sizeof(f->dir), "/tmp/tc-hfault.XXXXXX");
-	assert_non_null(mkdtemp(f->dir));
-	snprintf(f->ssd, sizeof(f->ssd), "%s/ssd.img", f->dir);
-	snprintf(f->hdd, sizeof(f->hdd), "%s/hdd.img", f->dir);
-	snprintf(f->crash_ssd, sizeof(f->crash_ssd), "crash:%s", f->ssd);
-	snprintf(f->crash_hdd, sizeof(f->crash_hdd), "crash:%s", f->hdd);
-	struct tc_ctx_opts o = { .mode = TC_CTX_THREADED, .log_level = TC_LOG_ERROR };
-	assert_int_equal(tc_ctx_new(&o, &f->ctx), 0);
-	tc_ctx_set_log(f->ctx, sink, f, TC_LOG_ERROR);
-	make_dev(f, f->ssd, 32 * MIB, NULL);
-	make_dev(f, f->hdd, 64 * MIB, "db");
+	t_host_setup(state, "tc-hfault", TC_LOG_ERROR);
+	struct t_host_fx *f = *state;
+	t_format(f->ctx, f->ssd, 32 * MIB, NULL, 0);
+	t_format(f->ctx, f->hdd, 64 * MIB, "db", TC_WP_WT);
 	tc_host *h;
 	const char *specs[] = { f->ssd };
 	assert_int_equal(tc_host_assemble(f->ctx, specs, 1, NULL, &h), 0);
 	assert_int_equal(tc_host_attach(h, f->ssd, f->hdd, NULL, 0, NULL), 0);
 	assert_int_equal(tc_host_close(h), 0);
-	*state = f;
 	return 0;
 }
 
 static int teardown(void **state)
 {
-	struct fx *f = *state;
-	tc_ctx_free(f->ctx);
-	char cmd[128];
-	snprintf(cmd, sizeof(cmd), "rm -rf %s", f->dir);
-	assert_int_equal(system(cmd), 0);
-	free(f);
-	return 0;
+	return t_host_teardown(state);
 }
 
-static tc_host *assemble(struct fx *f, const char *ssd, const char *hdd, bool faults)
+static tc_host *assemble(struct t_host_fx *f, const char *ssd, const char *hdd, bool faults)
 {
 	tc_host *h;
 	const char *specs[] = { ssd, hdd };
@@ -98,7 +52,7 @@ static tc_host *assemble(struct fx *f, const char *ssd, const char *hdd, bool fa
 
 static void test_backing_writes(void **state)
 {
-	struct fx *f = *state;
+	struct t_host_fx *f = *state;
 	tc_host *h = assemble(f, f->ssd, f->hdd, true);
 	tc_export *e = tc_host_find(h, "db");
 	uint8_t *buf = aligned_alloc(4096, 65536);
@@ -152,7 +106,7 @@ static void test_backing_writes(void **state)
 /* Cache-device errors reach the engine: counted as the volume's cache errors. */
 static void test_cache_errors(void **state)
 {
-	struct fx *f = *state;
+	struct t_host_fx *f = *state;
 	tc_host *h = assemble(f, f->ssd, f->hdd, true);
 	tc_export *e = tc_host_find(h, "db");
 	struct tc_export_info info;
@@ -184,7 +138,7 @@ static void test_cache_errors(void **state)
 
 static void test_names_and_refusals(void **state)
 {
-	struct fx *f = *state;
+	struct t_host_fx *f = *state;
 	tc_host *h = assemble(f, f->crash_ssd, f->hdd, true);
 	struct tc_fault good = { .op = TC_FAULT_READ, .after = 5, .error = EIO };
 	struct tc_fault bad = { .op = TC_FAULT_READ, .error = 0 };
@@ -198,11 +152,11 @@ static void test_names_and_refusals(void **state)
 	assert_string_equal(hd.spec, f->crash_ssd);
 
 	/* Unknown: -ENOENT, and the message lists the host's devices. */
-	f->last_err[0] = 0;
+	f->log.last[0] = 0;
 	assert_int_equal(tc_host_fault(h, "/nonexistent/disk", &good, NULL), -ENOENT);
-	assert_non_null(strstr(f->last_err, "/nonexistent/disk"));
-	assert_non_null(strstr(f->last_err, f->crash_ssd));
-	assert_non_null(strstr(f->last_err, f->hdd));
+	assert_non_null(strstr(f->log.last, "/nonexistent/disk"));
+	assert_non_null(strstr(f->log.last, f->crash_ssd));
+	assert_non_null(strstr(f->log.last, f->hdd));
 	assert_int_equal(tc_host_heal(h, "/nonexistent/disk", NULL), -ENOENT);
 
 	/* A bad fault changes nothing. */
@@ -221,7 +175,7 @@ static void test_names_and_refusals(void **state)
 	h = assemble(f, f->ssd, f->hdd, false);
 	assert_false(tc_host_fault_injection(h));
 	assert_int_equal(tc_host_fault(h, f->hdd, &good, NULL), -EPERM);
-	assert_non_null(strstr(f->last_err, "without fault injection"));
+	assert_non_null(strstr(f->log.last, "without fault injection"));
 	assert_int_equal(tc_host_heal(h, f->hdd, NULL), -EPERM);
 	assert_int_equal(tc_host_device_at(h, 1, &hd), 0);
 	assert_false(hd.fault_injection);

@@ -20,6 +20,7 @@
 
 #include "bench/replay.h"
 #include "bench/trace.h"
+#include "helpers.h"
 
 static char dir[PATH_MAX];
 
@@ -44,11 +45,9 @@ static struct tc_replay_map map;
 
 static int setup_all(void **state)
 {
-	const char *t = getenv("TMPDIR");
 	char path[PATH_MAX + 32], err[512];
 
-	snprintf(dir, sizeof(dir), "%s/tc-test-replay.XXXXXX", t && *t ? t : "/tmp");
-	if (!mkdtemp(dir))
+	if (t_mkdtemp(dir, sizeof(dir), "tc-test-replay"))
 		return -1;
 	snprintf(path, sizeof(path), "%s/six.trace", dir);
 	FILE *f = fopen(path, "w");

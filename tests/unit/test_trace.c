@@ -28,6 +28,7 @@
 #include "bench/replay.h"
 #include "bench/rstream.h"
 #include "bench/trace.h"
+#include "helpers.h"
 
 static char fixtures[PATH_MAX];
 static char tmpdir[PATH_MAX];
@@ -70,11 +71,8 @@ static char *tmp_path(const char *name)
 
 static int setup_all(void **state)
 {
-	const char *t = getenv("TMPDIR");
-
 	find_fixtures();
-	snprintf(tmpdir, sizeof(tmpdir), "%s/tc-test-trace.XXXXXX", t && *t ? t : "/tmp");
-	if (!mkdtemp(tmpdir))
+	if (t_mkdtemp(tmpdir, sizeof(tmpdir), "tc-test-trace"))
 		return -1;
 	if (access(fixture("tencent.csv"), R_OK)) {
 		fprintf(stderr, "test_trace: fixtures not found at %s (set TC_FIXTURES_DIR)\n",
@@ -86,10 +84,7 @@ static int setup_all(void **state)
 
 static int teardown_all(void **state)
 {
-	char cmd[PATH_MAX + 32];
-
-	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", tmpdir);
-	return system(cmd) == 0 ? 0 : -1;
+	return t_rm_rf(tmpdir);
 }
 
 static void *slurp(const char *path, size_t *len)

@@ -17,72 +17,23 @@
 #include <string.h>
 #include <unistd.h>
 #include "tiercache.h"
+#include "helpers.h"
 
 #define MIB (1024u * 1024u)
 
-struct fx {
-	char dir[64];
-	char ssd[96], hdd[96], hdd2[96], ssd2[96];
-	tc_ctx *ctx;
-	char last_err[512];
-};
-
-static void sink(void *opaque, enum tc_log_level level, const char *msg)
-{
-	struct fx *f = opaque;
-	if (level <= TC_LOG_WARN)
-		snprintf(f->last_err, sizeof(f->last_err), "%s", msg);
-}
-
 static int setup(void **state)
 {
-	struct fx *f = calloc(1, sizeof(*f));
-	snprintf(f->dir, sizeof(f->dir), "/tmp/tc-vol.XXXXXX");
-	assert_non_null(mkdtemp(f->dir));
-	snprintf(f->ssd, sizeof(f->ssd), "%s/ssd.img", f->dir);
-	snprintf(f->ssd2, sizeof(f->ssd2), "%s/ssd2.img", f->dir);
-	snprintf(f->hdd, sizeof(f->hdd), "%s/hdd.img", f->dir);
-	snprintf(f->hdd2, sizeof(f->hdd2), "%s/hdd2.img", f->dir);
-	struct tc_ctx_opts o = { .mode = TC_CTX_THREADED, .log_level = TC_LOG_WARN };
-	assert_int_equal(tc_ctx_new(&o, &f->ctx), 0);
-	tc_ctx_set_log(f->ctx, sink, f, TC_LOG_WARN);
-	*state = f;
+	t_host_setup(state, "tc-vol", TC_LOG_WARN);
 	return 0;
 }
 
 static int teardown(void **state)
 {
-	struct fx *f = *state;
-	tc_ctx_free(f->ctx);
-	char cmd[128];
-	snprintf(cmd, sizeof(cmd), "rm -rf %s", f->dir);
-	assert_int_equal(system(cmd), 0);
-	free(f);
-	return 0;
-}
-
-/* Format @path (created sparse, @size bytes) as a cache or, with @name, a backing. */
-static void make_dev(struct fx *f, const char *path, uint64_t size, const char *name,
-		     uint8_t wp)
-{
-	tc_dev *d;
-	assert_int_equal(tc_dev_open_file(f->ctx, path, TC_DEV_CREATE, size, &d), 0);
-	if (name) {
-		struct tc_volume_settings s;
-		tc_volume_settings_default(&s);
-		s.write_policy = wp;
-		assert_int_equal(tc_backing_format(f->ctx, d, name, &s), 0);
-	} else {
-		struct tc_cache_opts o;
-		tc_cache_opts_default(&o);
-		o.line_size = 16384;
-		assert_int_equal(tc_cache_format(f->ctx, d, &o), 0);
-	}
-	tc_dev_close(d);
+	return t_host_teardown(state);
 }
 
 /* Attach @hdd to @ssd offline, through a host. */
-static void attach(struct fx *f, const char *ssd, const char *hdd)
+static void attach(struct t_host_fx *f, const char *ssd, const char *hdd)
 {
 	tc_host *h;
 	const char *specs[] = { ssd };
@@ -114,7 +65,7 @@ static void fill(uint8_t *p, size_t len, uint32_t tag)
 
 static void test_probe_kinds(void **state)
 {
-	struct fx *f = *state;
+	struct t_host_fx *f = *state;
 	tc_dev *d;
 	struct tc_probe p;
 	assert_int_equal(tc_dev_open_file(f->ctx, f->hdd, TC_DEV_CREATE, 64 * MIB, &d), 0);
@@ -171,9 +122,9 @@ static void test_probe_kinds(void **state)
 
 static void test_inspect_dirty_and_damage(void **state)
 {
-	struct fx *f = *state;
-	make_dev(f, f->ssd, 32 * MIB, NULL, 0);
-	make_dev(f, f->hdd, 64 * MIB, "db", TC_WP_WB);
+	struct t_host_fx *f = *state;
+	t_format(f->ctx, f->ssd, 32 * MIB, NULL, 0);
+	t_format(f->ctx, f->hdd, 64 * MIB, "db", TC_WP_WB);
 	attach(f, f->ssd, f->hdd);
 	/* Write 1 MiB in write-back with the cleaner too slow to drain it, close. */
 	const char *specs[] = { f->ssd, f->hdd };
@@ -225,10 +176,10 @@ static void test_inspect_dirty_and_damage(void **state)
 
 static void test_assemble_states(void **state)
 {
-	struct fx *f = *state;
-	make_dev(f, f->ssd, 32 * MIB, NULL, 0);
-	make_dev(f, f->hdd, 64 * MIB, "db", TC_WP_WB);
-	make_dev(f, f->hdd2, 64 * MIB, "logs", TC_WP_WT);
+	struct t_host_fx *f = *state;
+	t_format(f->ctx, f->ssd, 32 * MIB, NULL, 0);
+	t_format(f->ctx, f->hdd, 64 * MIB, "db", TC_WP_WB);
+	t_format(f->ctx, f->hdd2, 64 * MIB, "logs", TC_WP_WT);
 	attach(f, f->ssd, f->hdd);
 
 	/* Cache, its backing and a backing never attached. */
@@ -253,9 +204,9 @@ static void test_assemble_states(void **state)
 	tc_export *eb = tc_host_find(h, "logs");
 	assert_int_equal(tc_export_io(eb, TC_OP_WRITE, TC_IO_FUA, buf, 65536, 4096), 0);
 	assert_int_equal(tc_export_io(eb, TC_OP_WRITE, 0, buf, 4096, b.size), -EINVAL);
-	assert_non_null(strstr(f->last_err, "beyond the end"));
+	assert_non_null(strstr(f->log.last, "beyond the end"));
 	assert_int_equal(tc_export_io(eb, TC_OP_READ, 0, buf, 1000, 0), -EINVAL);
-	assert_non_null(strstr(f->last_err, "not 512-byte aligned"));
+	assert_non_null(strstr(f->log.last, "not 512-byte aligned"));
 	assert_int_equal(tc_host_close(h), 0);
 	tc_dev *d;
 	assert_int_equal(tc_dev_open_file(f->ctx, f->hdd2, 0, 0, &d), 0);
@@ -266,7 +217,7 @@ static void test_assemble_states(void **state)
 	/* The write-back volume without its cache: refused, naming the cache. */
 	const char *nocache[] = { f->hdd };
 	assert_int_equal(tc_host_assemble(f->ctx, nocache, 1, NULL, &h), -ENODEV);
-	assert_non_null(strstr(f->last_err, "write-back"));
+	assert_non_null(strstr(f->log.last, "write-back"));
 	/* Not a tiercache device; the same device twice; a locked device. */
 	const char *bad[] = { f->ssd, "/dev/null" };
 	assert_true(tc_host_assemble(f->ctx, bad, 2, NULL, &h) < 0);
@@ -276,7 +227,7 @@ static void test_assemble_states(void **state)
 	tc_host *h1, *h2;
 	assert_int_equal(tc_host_assemble(f->ctx, all, 3, &lock, &h1), 0);
 	assert_int_equal(tc_host_assemble(f->ctx, nocache + 0, 1, &lock, &h2), -EBUSY);
-	assert_non_null(strstr(f->last_err, "in use"));
+	assert_non_null(strstr(f->log.last, "in use"));
 	assert_int_equal(tc_host_close(h1), 0);
 	free(buf);
 	free(chk);
@@ -286,9 +237,9 @@ static void test_assemble_states(void **state)
  * must not serve its stale copy. */
 static void test_degraded_then_stale(void **state)
 {
-	struct fx *f = *state;
-	make_dev(f, f->ssd, 32 * MIB, NULL, 0);
-	make_dev(f, f->hdd, 64 * MIB, "db", TC_WP_WT);
+	struct t_host_fx *f = *state;
+	t_format(f->ctx, f->ssd, 32 * MIB, NULL, 0);
+	t_format(f->ctx, f->hdd, 64 * MIB, "db", TC_WP_WT);
 	attach(f, f->ssd, f->hdd);
 	uint8_t *buf = aligned_alloc(4096, 65536), *chk = aligned_alloc(4096, 65536);
 	const char *both[] = { f->ssd, f->hdd }, *alone[] = { f->hdd };
@@ -304,7 +255,7 @@ static void test_degraded_then_stale(void **state)
 	struct tc_export_info info;
 	tc_export_info(tc_host_find(h, "db"), &info);
 	assert_int_equal(info.state, TC_EXPORT_DEGRADED);
-	assert_non_null(strstr(f->last_err, "serving the volume uncached"));
+	assert_non_null(strstr(f->log.last, "serving the volume uncached"));
 	fill(buf, 65536, 2);
 	assert_int_equal(tc_export_io(tc_host_find(h, "db"), TC_OP_WRITE, 0, buf, 65536, 0), 0);
 	assert_int_equal(tc_host_close(h), 0);
@@ -375,9 +326,9 @@ static void *live_main(void *arg)
 
 static void test_live_attach_detach(void **state)
 {
-	struct fx *f = *state;
-	make_dev(f, f->ssd, 32 * MIB, NULL, 0);
-	make_dev(f, f->hdd, 64 * MIB, "db", TC_WP_WB);
+	struct t_host_fx *f = *state;
+	t_format(f->ctx, f->ssd, 32 * MIB, NULL, 0);
+	t_format(f->ctx, f->hdd, 64 * MIB, "db", TC_WP_WB);
 	const char *specs[] = { f->ssd, f->hdd };
 	tc_host *h;
 	assert_int_equal(tc_host_assemble(f->ctx, specs, 2, NULL, &h), 0);
@@ -438,13 +389,13 @@ static void test_live_attach_detach(void **state)
  * (by name, in the log); with only the write-back one, the assembly fails. */
 static void test_missing_cache_serves_the_rest(void **state)
 {
-	struct fx *f = *state;
-	make_dev(f, f->ssd, 32 * MIB, NULL, 0);
-	make_dev(f, f->hdd, 64 * MIB, "wt", TC_WP_WT);
-	make_dev(f, f->hdd2, 64 * MIB, "wb", TC_WP_WB);
+	struct t_host_fx *f = *state;
+	t_format(f->ctx, f->ssd, 32 * MIB, NULL, 0);
+	t_format(f->ctx, f->hdd, 64 * MIB, "wt", TC_WP_WT);
+	t_format(f->ctx, f->hdd2, 64 * MIB, "wb", TC_WP_WB);
 	attach(f, f->ssd, f->hdd);
 	attach(f, f->ssd, f->hdd2);
-	char gone[128];
+	char gone[320];
 	snprintf(gone, sizeof(gone), "%s.moved", f->ssd);
 	assert_int_equal(rename(f->ssd, gone), 0);
 	const char *specs[] = { f->ssd, f->hdd, f->hdd2 };
@@ -459,9 +410,9 @@ static void test_missing_cache_serves_the_rest(void **state)
 	/* The write-back volume was the last message of that kind: named, with the way out. */
 	const char *wb_only[] = { f->ssd, f->hdd2 };
 	assert_int_equal(tc_host_assemble(f->ctx, wb_only, 2, NULL, &h), -ENODEV);
-	assert_non_null(strstr(f->last_err, "volume \"wb\""));
-	assert_non_null(strstr(f->last_err, "is not served"));
-	assert_non_null(strstr(f->last_err, "forget-cache"));
+	assert_non_null(strstr(f->log.last, "volume \"wb\""));
+	assert_non_null(strstr(f->log.last, "is not served"));
+	assert_non_null(strstr(f->log.last, "forget-cache"));
 	/* Every device missing: nothing to serve. */
 	const char *none[] = { f->ssd };
 	assert_int_equal(tc_host_assemble(f->ctx, none, 1, NULL, &h), -ENOENT);

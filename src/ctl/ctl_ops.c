@@ -1,75 +1,16 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * ctl.c - the volume operations behind `tiercache status|stats|set|flush|detach|attach`
- * (run by the server for its clients, or by the command itself offline), and the
- * client side of the control socket.  Protocol: see ctl.h.
+ * ctl_ops.c - the volume operations behind `tiercache status|stats|set|flush|detach|
+ * attach` and the test hooks (fault, heal, power_cut): ctl_execute(), run by the server
+ * for its clients or by the command itself offline.  Protocol: see ctl.h.
  */
 #include <errno.h>
-#include <inttypes.h>
-#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/socket.h>
-#include <sys/un.h>
-#include <unistd.h>
 
 #include "ctl.h"
 #include "tiercache-test.h"
-
-/* ---- message capture -------------------------------------------------------------- */
-
-/* The messages the library logs on a thread while it runs a request. */
-static _Thread_local char *capture_buf;
-static _Thread_local size_t capture_len;
-static _Thread_local bool capture_on;
-
-bool ctl_capture_log(const char *msg)
-{
-	if (!capture_on)
-		return false;
-	size_t n = strlen(msg);
-	char *nb = realloc(capture_buf, capture_len + n + 3);
-	if (!nb)
-		return false;
-	capture_buf = nb;
-	if (capture_len) {
-		memcpy(capture_buf + capture_len, "; ", 2);
-		capture_len += 2;
-	}
-	memcpy(capture_buf + capture_len, msg, n + 1);
-	capture_len += n;
-	return true;
-}
-
-static void capture_begin(void)
-{
-	free(capture_buf);
-	capture_buf = NULL;
-	capture_len = 0;
-	capture_on = true;
-}
-
-/* The messages collected (malloc'ed, may be NULL); capture stops. */
-static char *capture_end(void)
-{
-	char *s = capture_buf;
-	capture_buf = NULL;
-	capture_len = 0;
-	capture_on = false;
-	return s;
-}
-
-/* ---- responses and settings -------------------------------------------------------- */
-
-json_object *ctl_error(int err, const char *msg)
-{
-	json_object *o = json_object_new_object();
-	json_object_object_add(o, "ok", json_object_new_boolean(0));
-	json_object_object_add(o, "errno", json_object_new_int(err));
-	json_object_object_add(o, "error", json_object_new_string(msg ? msg : strerror(err)));
-	return o;
-}
 
 static json_object *ok(json_object *result)
 {
@@ -83,73 +24,6 @@ static json_object *u64(uint64_t v)
 {
 	return json_object_new_uint64(v);
 }
-
-json_object *ctl_settings_json(const struct tc_volume_settings *s)
-{
-	json_object *o = json_object_new_object();
-	json_object_object_add(o, "read_cache", json_object_new_boolean(s->read_cache));
-	json_object_object_add(o, "write_policy",
-			       json_object_new_string(tc_write_policy_name(s->write_policy)));
-	json_object_object_add(o, "flush_rate",
-			       json_object_new_string(tc_flush_rate_name(s->flush_rate)));
-	json_object_object_add(o, "admission", json_object_new_string(
-		s->admission == TC_ADMIT_NHIT ? "nhit" : "always"));
-	json_object_object_add(o, "nhit", u64(s->nhit));
-	json_object_object_add(o, "fill", json_object_new_string(
-		s->fill == TC_FILL_LINE ? "line" : "sectors"));
-	json_object_object_add(o, "seq_cutoff", u64(s->seq_cutoff));
-	return o;
-}
-
-int ctl_settings_apply(json_object *obj, struct tc_volume_settings *s, char *why,
-		       size_t len)
-{
-	if (!json_object_is_type(obj, json_type_object)) {
-		snprintf(why, len, "settings: not a JSON object");
-		return -EINVAL;
-	}
-	json_object_object_foreach(obj, key, val) {
-		const char *str = json_object_is_type(val, json_type_string) ?
-				  json_object_get_string(val) : NULL;
-		int v;
-		if (!strcmp(key, "read_cache") && json_object_is_type(val, json_type_boolean)) {
-			s->read_cache = json_object_get_boolean(val);
-		} else if (!strcmp(key, "write_policy") && str &&
-			   (v = tc_write_policy_parse(str)) >= 0) {
-			s->write_policy = (uint8_t)v;
-		} else if (!strcmp(key, "flush_rate") && str &&
-			   (v = tc_flush_rate_parse(str)) >= 0) {
-			s->flush_rate = (uint8_t)v;
-		} else if (!strcmp(key, "admission") && str &&
-			   (!strcmp(str, "always") || !strcmp(str, "nhit"))) {
-			s->admission = !strcmp(str, "nhit") ? TC_ADMIT_NHIT : TC_ADMIT_ALWAYS;
-		} else if (!strcmp(key, "nhit") && json_object_is_type(val, json_type_int) &&
-			   json_object_get_int64(val) >= 1 && json_object_get_int64(val) <= 255) {
-			s->nhit = (uint32_t)json_object_get_int64(val);
-		} else if (!strcmp(key, "fill") && str &&
-			   (!strcmp(str, "line") || !strcmp(str, "sectors"))) {
-			s->fill = !strcmp(str, "line") ? TC_FILL_LINE : TC_FILL_SECTORS;
-		} else if (!strcmp(key, "seq_cutoff") && json_object_is_type(val, json_type_int) &&
-			   json_object_get_int64(val) >= 0) {
-			uint64_t n = json_object_get_uint64(val);
-			if (n && n < CTL_SEQ_CUTOFF_MIN) {
-				snprintf(why, len, "settings: seq_cutoff %" PRIu64 " is below the "
-					 "minimum of %u bytes (0 turns detection off)", n,
-					 CTL_SEQ_CUTOFF_MIN);
-				return -EINVAL;
-			}
-			s->seq_cutoff = n;
-		} else {
-			snprintf(why, len, "settings: key \"%s\" with value %s is not a setting "
-				 "or out of range", key,
-				 json_object_to_json_string_ext(val, JSON_C_TO_STRING_NOSLASHESCAPE));
-			return -EINVAL;
-		}
-	}
-	return 0;
-}
-
-/* ---- operations ---------------------------------------------------------------------- */
 
 static const char *state_name(enum tc_export_state s)
 {
@@ -658,12 +532,22 @@ static int req_fault(json_object *req, struct tc_fault *f, char *why, size_t len
 	return 0;
 }
 
+/* The device a test hook (@what, for the refusal) names, or NULL and an error response
+ * in *@err: the server was not started for testing, or "device" is missing. */
+static const char *hook_device(tc_host *h, json_object *req, const char *what,
+			       json_object **err)
+{
+	if (!tc_host_fault_injection(h)) {
+		*err = not_testing(what);
+		return NULL;
+	}
+	return req_device(req, err);
+}
+
 static json_object *op_fault(tc_host *h, json_object *req)
 {
-	if (!tc_host_fault_injection(h))
-		return not_testing("fault injection");
 	json_object *err = NULL;
-	const char *dev = req_device(req, &err);
+	const char *dev = hook_device(h, req, "fault injection", &err);
 	if (!dev)
 		return err;
 	struct tc_fault f;
@@ -681,10 +565,8 @@ static json_object *op_fault(tc_host *h, json_object *req)
 
 static json_object *op_heal(tc_host *h, json_object *req)
 {
-	if (!tc_host_fault_injection(h))
-		return not_testing("heal");
 	json_object *err = NULL;
-	const char *dev = req_device(req, &err);
+	const char *dev = hook_device(h, req, "heal", &err);
 	if (!dev)
 		return err;
 	struct tc_host_device *hd = malloc(sizeof(*hd));
@@ -711,7 +593,7 @@ json_object *ctl_execute(tc_host *h, json_object *req, tc_progress_fn fn, void *
 	    !json_object_is_type(jop, json_type_string))
 		return ctl_error(EINVAL, "request: not an object with an \"op\" string");
 	const char *op = json_object_get_string(jop);
-	capture_begin();
+	ctl_capture_begin();
 	json_object *resp;
 	if (!strcmp(op, "status"))
 		resp = op_status(h);
@@ -736,7 +618,7 @@ json_object *ctl_execute(tc_host *h, json_object *req, tc_progress_fn fn, void *
 		snprintf(msg, sizeof(msg), "request: unknown op \"%.64s\"", op);
 		resp = ctl_error(EINVAL, msg);
 	}
-	char *msgs = capture_end();
+	char *msgs = ctl_capture_end();
 	/* A failure gets the library's messages: instead of a bare strerror(), or after
 	 * its own words. */
 	json_object *je, *jok;
@@ -756,128 +638,5 @@ json_object *ctl_execute(tc_host *h, json_object *req, tc_progress_fn fn, void *
 		}
 	}
 	free(msgs);
-	return resp;
-}
-
-/* ---- wire ----------------------------------------------------------------------------- */
-
-int ctl_send(int fd, json_object *obj)
-{
-	const char *s = json_object_to_json_string_ext(obj, JSON_C_TO_STRING_PLAIN |
-						       JSON_C_TO_STRING_NOSLASHESCAPE);
-	size_t n = strlen(s);
-	char *line = malloc(n + 1);
-	if (!line)
-		return -ENOMEM;
-	memcpy(line, s, n);
-	line[n] = '\n';
-	size_t off = 0;
-	int r = 0;
-	while (off < n + 1) {
-		ssize_t w = send(fd, line + off, n + 1 - off, MSG_NOSIGNAL);
-		if (w < 0 && errno == EINTR)
-			continue;
-		if (w < 0) {
-			r = -errno;
-			break;
-		}
-		off += (size_t)w;
-	}
-	free(line);
-	return r;
-}
-
-json_object *ctl_recv(int fd, char *buf, size_t cap, size_t *fill, int *err)
-{
-	*err = 0;
-	for (;;) {
-		char *nl = memchr(buf, '\n', *fill);
-		if (nl) {
-			*nl = 0;
-			json_object *o = json_tokener_parse(buf);
-			size_t used = (size_t)(nl - buf) + 1;
-			memmove(buf, nl + 1, *fill - used);
-			*fill -= used;
-			if (!o || !json_object_is_type(o, json_type_object)) {
-				json_object_put(o);
-				*err = -EPROTO;
-				return NULL;
-			}
-			return o;
-		}
-		if (*fill >= cap - 1) {
-			*err = -EPROTO;     /* a line longer than the protocol allows */
-			return NULL;
-		}
-		ssize_t n = recv(fd, buf + *fill, cap - 1 - *fill, 0);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0) {
-			*err = -errno;
-			return NULL;
-		}
-		if (n == 0) {
-			*err = *fill ? -EPROTO : 0;
-			return NULL;
-		}
-		*fill += (size_t)n;
-	}
-}
-
-int ctl_connect(const char *path)
-{
-	struct sockaddr_un sa = { .sun_family = AF_UNIX };
-	if (strlen(path) >= sizeof(sa.sun_path))
-		return -ENAMETOOLONG;
-	strcpy(sa.sun_path, path);
-	int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	if (fd < 0)
-		return -errno;
-	if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
-		int r = -errno;
-		close(fd);
-		return r;
-	}
-	return fd;
-}
-
-json_object *ctl_call(int fd, json_object *req, tc_progress_fn progress, void *opaque,
-		      int *err)
-{
-	*err = ctl_send(fd, req);
-	if (*err)
-		return NULL;
-	char *buf = malloc(CTL_LINE_MAX);
-	if (!buf) {
-		*err = -ENOMEM;
-		return NULL;
-	}
-	size_t fill = 0;
-	json_object *resp = NULL;
-	for (;;) {
-		json_object *o = ctl_recv(fd, buf, CTL_LINE_MAX, &fill, err);
-		if (!o) {
-			if (!*err)
-				*err = -ECONNRESET;
-			break;
-		}
-		json_object *p, *a, *b;
-		if (json_object_object_get_ex(o, "progress", &p)) {
-			if (progress && json_object_object_get_ex(p, "dirty_left", &a) &&
-			    json_object_object_get_ex(p, "dirty_start", &b))
-				progress(opaque, json_object_get_uint64(a),
-					 json_object_get_uint64(b));
-			json_object_put(o);
-			continue;
-		}
-		if (!json_object_object_get_ex(o, "ok", &p)) {
-			json_object_put(o);
-			*err = -EPROTO;
-			break;
-		}
-		resp = o;
-		break;
-	}
-	free(buf);
 	return resp;
 }
