@@ -193,10 +193,10 @@ int tc_dev_open_spec(tc_ctx *ctx, const char *spec, unsigned flags, uint64_t siz
 
 /*
  * tc_dev_spec_path - the file behind a device spec (see tc_dev_open_spec): @spec itself
- * for "PATH", the part after the prefix for "crash:PATH" and "emu:PROFILE:PATH"; a
- * remote device ("nbd:URI") has no file: the spec is returned whole.
- * Returns a pointer into @spec (never NULL for a non-NULL @spec); a malformed spec
- * ("emu:" without a second colon) is returned whole, and tc_dev_open_spec says why.
+ * for "PATH", the part after the prefix for "crash:PATH" and "emu:PROFILE:PATH"
+ * (a pointer into @spec); NULL for a remote device ("nbd:URI"), which has no local
+ * file.  A malformed spec ("emu:" without a second colon) is returned whole, and
+ * tc_dev_open_spec says why.
  */
 const char *tc_dev_spec_path(const char *spec);
 

@@ -39,6 +39,19 @@ void *host_grow(void *arr, unsigned *cap, unsigned need, size_t elem)
 
 /* ---- devices ---------------------------------------------------------------------- */
 
+/* stat() of the file behind @spec: local devices are matched by file identity too (two
+ * specs naming one file are one device); a remote one has no file (-1, ENODEV) and is
+ * matched by its spec alone. */
+static int spec_stat(const char *spec, struct stat *st)
+{
+	const char *path = tc_dev_spec_path(spec);
+	if (!path) {
+		errno = ENODEV;
+		return -1;
+	}
+	return stat(path, st);
+}
+
 /* The host's device given as @spec, or with the same file behind it (@st, when
  * @have), or NULL.  Caller holds h->lock. */
 static struct host_dev *host_dev_match(tc_host *h, const char *spec, bool have,
@@ -55,7 +68,7 @@ static struct host_dev *host_dev_match(tc_host *h, const char *spec, bool have,
 static struct host_dev *host_dev_find(tc_host *h, const char *spec)
 {
 	struct stat st;
-	bool have = stat(tc_dev_spec_path(spec), &st) == 0;
+	bool have = spec_stat(spec, &st) == 0;
 	pthread_mutex_lock(&h->lock);
 	struct host_dev *found = host_dev_match(h, spec, have, &st);
 	pthread_mutex_unlock(&h->lock);
@@ -74,7 +87,7 @@ static int host_dev_open(tc_host *h, const char *spec, struct host_dev **out)
 		return -ENOMEM;
 	}
 	struct stat st;
-	if (stat(tc_dev_spec_path(spec), &st) == 0) {
+	if (spec_stat(spec, &st) == 0) {
 		d->st_dev = st.st_dev;
 		d->st_ino = st.st_ino;
 	}
@@ -532,7 +545,7 @@ static struct host_dev *host_fault_target(tc_host *h, const char *device, const 
 		return NULL;
 	}
 	struct stat st;
-	bool have = stat(tc_dev_spec_path(device), &st) == 0;
+	bool have = spec_stat(device, &st) == 0;
 	pthread_mutex_lock(&h->lock);
 	struct host_dev *d = host_dev_match(h, device, have, &st);
 	if (d)

@@ -142,24 +142,19 @@ bool cli_isatty_err(void)
 	return isatty(STDERR_FILENO) == 1;
 }
 
-const char *cli_spec_file(const char *spec)
-{
-	if (!strncmp(spec, "crash:", 6))
-		return spec + 6;
-	if (!strncmp(spec, "emu:", 4) && strchr(spec + 4, ':'))
-		return strchr(spec + 4, ':') + 1;
-	return spec;
-}
-
 int cli_abs_spec(const char *spec, char *buf, size_t len)
 {
-	const char *path = cli_spec_file(spec);
+	const char *path = tc_dev_spec_path(spec);
 	char abs[PATH_MAX];
-	if (!realpath(path, abs)) {
+	int n;
+	if (!path) {
+		n = snprintf(buf, len, "%s", spec);   /* remote: no file to resolve */
+	} else if (realpath(path, abs)) {
+		n = snprintf(buf, len, "%.*s%s", (int)(path - spec), spec, abs);
+	} else {
 		cli_err("device %s: %s", spec, strerror(errno));
 		return -1;
 	}
-	int n = snprintf(buf, len, "%.*s%s", (int)(path - spec), spec, abs);
 	if (n < 0 || (size_t)n >= len) {
 		cli_err("device %s: path too long", spec);
 		return -1;

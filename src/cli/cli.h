@@ -75,12 +75,10 @@ tc_ctx *cli_ctx(bool verbose);
 /* cli_human - "1.5 GiB" style rendering of @bytes into @buf. */
 const char *cli_human(uint64_t bytes, char *buf, size_t len);
 
-/* cli_spec_file - the file behind a device spec ("PATH", "crash:PATH",
- * "emu:PROFILE:PATH"): a pointer into @spec. */
-const char *cli_spec_file(const char *spec);
-
 /* cli_abs_spec - @spec ("PATH", "crash:PATH", "emu:PROFILE:PATH") with its path made
- * absolute, into @buf.  Returns 0, or -1 after a message naming the device. */
+ * absolute, into @buf (a remote spec, "nbd:URI", is copied as it is; the file behind
+ * a spec is tc_dev_spec_path's).  Returns 0, or -1 after a message naming the
+ * device. */
 int cli_abs_spec(const char *spec, char *buf, size_t len);
 
 /* cli_find_plugin - the nbdkit plugin to run: $TC_NBDKIT_PLUGIN, else the build tree's

@@ -255,8 +255,13 @@ int cmd_create(int argc, char **argv)
 				 stripe_arg);
 
 	unsigned flags = TC_DEV_EXCLUSIVE;
+	const char *path = tc_dev_spec_path(spec);
 	struct stat st;
-	if (stat(cli_spec_file(spec), &st) < 0) {
+	if (!path) {
+		if (size)
+			return cli_usage("--size: device %s is remote; its size is the server's",
+					 spec);
+	} else if (stat(path, &st) < 0) {
 		if (errno != ENOENT || !size) {
 			cli_err("device %s: %s%s", spec, strerror(errno), errno == ENOENT ?
 				" (give --size SIZE to create a file)" : "");
@@ -275,7 +280,7 @@ int cmd_create(int argc, char **argv)
 	if (r) {
 		tc_ctx_free(ctx);
 		if (flags & TC_DEV_CREATE)
-			unlink(cli_spec_file(spec));
+			unlink(path);
 		return TC_EXIT_FAIL;
 	}
 	struct tc_probe p;
@@ -322,6 +327,6 @@ out:
 	tc_ctx_free(ctx);
 	/* A refused command changes nothing: not even the file it just created. */
 	if (rc != TC_EXIT_OK && (flags & TC_DEV_CREATE))
-		unlink(cli_spec_file(spec));
+		unlink(path);
 	return rc;
 }

@@ -88,10 +88,12 @@ static const char debug_help[] =
  * that does not exist here is still sent, so the server can list its devices. */
 static int abs_device(const char *spec, char *buf, size_t len)
 {
-	const char *path = cli_spec_file(spec);
+	const char *path = tc_dev_spec_path(spec);
 	char abs[PATH_MAX], cwd[PATH_MAX];
 	int n;
-	if (realpath(path, abs))
+	if (!path)
+		n = snprintf(buf, len, "%s", spec);
+	else if (realpath(path, abs))
 		n = snprintf(buf, len, "%.*s%s", (int)(path - spec), spec, abs);
 	else if (path[0] != '/' && getcwd(cwd, sizeof(cwd)))
 		n = snprintf(buf, len, "%.*s%s/%s", (int)(path - spec), spec, cwd, path);

@@ -175,9 +175,9 @@ static void print_log(const char *log, off_t off)
  * absolute by its name): the server serves what it can without it and says so. */
 static int serve_abs_spec(const char *spec, char *buf, size_t len)
 {
-	const char *path = cli_spec_file(spec);
+	const char *path = tc_dev_spec_path(spec);
 	char cwd[PATH_MAX];
-	if (access(path, F_OK) == 0 || errno != ENOENT || !getcwd(cwd, sizeof(cwd)))
+	if (!path || access(path, F_OK) == 0 || errno != ENOENT || !getcwd(cwd, sizeof(cwd)))
 		return cli_abs_spec(spec, buf, len);
 	int n = snprintf(buf, len, "%.*s%s%s%s", (int)(path - spec), spec,
 			 path[0] == '/' ? "" : cwd, path[0] == '/' ? "" : "/", path);
@@ -291,8 +291,10 @@ int cmd_serve(int argc, char **argv)
 	/* Devices that do not exist are passed on (the server serves the rest), but not
 	 * when none does: nothing could be served. */
 	bool any = false;
-	for (int i = optind; i < argc && !any; i++)
-		any = access(cli_spec_file(argv[i]), F_OK) == 0;
+	for (int i = optind; i < argc && !any; i++) {
+		const char *path = tc_dev_spec_path(argv[i]);
+		any = !path || access(path, F_OK) == 0;   /* a remote device may be there */
+	}
 	if (!any) {
 		char abs[PATH_MAX];
 		(void)cli_abs_spec(argv[optind], abs, sizeof(abs));   /* says why */

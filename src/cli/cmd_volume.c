@@ -301,9 +301,9 @@ static int parse(int argc, char **argv, struct vopts *o, const char *help, unsig
 					       json_object_new_string(tc_flush_rate_name((unsigned)v)));
 			break;
 		case O_ADM:
-			if (!strcmp(optarg, "always")) {
+			if (tc_admission_parse(optarg) == TC_ADMIT_ALWAYS) {
 				json_object_object_add(o->settings, "admission",
-						       json_object_new_string("always"));
+						       json_object_new_string(optarg));
 			} else if (!strncmp(optarg, "nhit:", 5)) {
 				if (cli_uint("--admission nhit:N", optarg + 5, 1, 255, &n))
 					return TC_EXIT_USAGE;
@@ -326,7 +326,7 @@ static int parse(int argc, char **argv, struct vopts *o, const char *help, unsig
 			json_object_object_add(o->settings, "seq_cutoff", json_object_new_uint64(n));
 			break;
 		case O_FILL:
-			if (strcmp(optarg, "line") && strcmp(optarg, "sectors"))
+			if (tc_fill_parse(optarg) < 0)
 				return cli_usage("--fill: \"%s\" is not line or sectors", optarg);
 			json_object_object_add(o->settings, "fill", json_object_new_string(optarg));
 			break;

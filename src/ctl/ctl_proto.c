@@ -29,11 +29,10 @@ json_object *ctl_settings_json(const struct tc_volume_settings *s)
 			       json_object_new_string(tc_write_policy_name(s->write_policy)));
 	json_object_object_add(o, "flush_rate",
 			       json_object_new_string(tc_flush_rate_name(s->flush_rate)));
-	json_object_object_add(o, "admission", json_object_new_string(
-		s->admission == TC_ADMIT_NHIT ? "nhit" : "always"));
+	json_object_object_add(o, "admission",
+			       json_object_new_string(tc_admission_name(s->admission)));
 	json_object_object_add(o, "nhit", json_object_new_uint64(s->nhit));
-	json_object_object_add(o, "fill", json_object_new_string(
-		s->fill == TC_FILL_LINE ? "line" : "sectors"));
+	json_object_object_add(o, "fill", json_object_new_string(tc_fill_name(s->fill)));
 	json_object_object_add(o, "seq_cutoff", json_object_new_uint64(s->seq_cutoff));
 	return o;
 }
@@ -58,14 +57,13 @@ int ctl_settings_apply(json_object *obj, struct tc_volume_settings *s, char *why
 			   (v = tc_flush_rate_parse(str)) >= 0) {
 			s->flush_rate = (uint8_t)v;
 		} else if (!strcmp(key, "admission") && str &&
-			   (!strcmp(str, "always") || !strcmp(str, "nhit"))) {
-			s->admission = !strcmp(str, "nhit") ? TC_ADMIT_NHIT : TC_ADMIT_ALWAYS;
+			   (v = tc_admission_parse(str)) >= 0) {
+			s->admission = (uint8_t)v;
 		} else if (!strcmp(key, "nhit") && json_object_is_type(val, json_type_int) &&
 			   json_object_get_int64(val) >= 1 && json_object_get_int64(val) <= 255) {
 			s->nhit = (uint32_t)json_object_get_int64(val);
-		} else if (!strcmp(key, "fill") && str &&
-			   (!strcmp(str, "line") || !strcmp(str, "sectors"))) {
-			s->fill = !strcmp(str, "line") ? TC_FILL_LINE : TC_FILL_SECTORS;
+		} else if (!strcmp(key, "fill") && str && (v = tc_fill_parse(str)) >= 0) {
+			s->fill = (uint8_t)v;
 		} else if (!strcmp(key, "seq_cutoff") && json_object_is_type(val, json_type_int) &&
 			   json_object_get_int64(val) >= 0) {
 			uint64_t n = json_object_get_uint64(val);

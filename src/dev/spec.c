@@ -19,6 +19,8 @@ const char *tc_dev_spec_path(const char *spec)
 		const char *colon = strchr(spec + 4, ':');
 		return colon ? colon + 1 : spec;
 	}
+	if (!strncmp(spec, "nbd:", 4))
+		return NULL;
 	return spec;
 }
 

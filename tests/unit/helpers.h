@@ -24,6 +24,7 @@
 #include <cmocka.h>
 
 #include "tiercache.h"
+#include "tiercache-test.h"
 
 /* Exit codes of a test program, as meson reads them. */
 #define T_EXIT_PASS 0
