@@ -28,7 +28,7 @@
 #define BENCH_NAME "tc-bench-fill"
 #include "bench_common.h"
 #include "cache_priv.h"   /* tc_volume_valid_bytes(): the map, for the byte hit ratio */
-#include "bench/trace.h"  /* the trace readers of `tiercache replay` */
+#include "replay/trace.h"  /* the trace readers of `tiercache replay` */
 
 #define TICK_NS 10000000ull        /* the engine's timer period (TC_TICK_NS) */
 #define MAX_TRACES 8
@@ -78,7 +78,7 @@ struct req {
 	uint8_t write;
 };
 
-struct trace {
+struct fill_trace {
 	const char *path;
 	const char *name;          /* basename */
 	enum fmt fmt;
@@ -102,7 +102,7 @@ struct trace {
 };
 
 struct run {
-	const struct trace *t;
+	const struct fill_trace *t;
 	uint32_t line_size;
 	int fill;
 	uint64_t cache_bytes, cache_lines;
@@ -123,7 +123,7 @@ struct run {
 	double wall_s;
 };
 
-static struct trace g_traces[MAX_TRACES];
+static struct fill_trace g_traces[MAX_TRACES];
 static struct run g_runs[MAX_RUNS];
 static int g_nruns;
 
@@ -173,14 +173,14 @@ struct raw_req {
 };
 
 struct loader {
-	struct trace *t;
+	struct fill_trace *t;
 	struct raw_req *v;
 	size_t n, cap;
 };
 
 static void loader_add(struct loader *l, uint64_t off, uint64_t len, uint64_t t_ns, bool write)
 {
-	struct trace *t = l->t;
+	struct fill_trace *t = l->t;
 
 	if (len == 0) {
 		t->skipped_empty++;
@@ -206,15 +206,15 @@ static const char *base_name(const char *p)
 	return s ? s + 1 : p;
 }
 
-/* Read the trace with the replay tool's readers (src/bench/trace.c): every request in
+/* Read the trace with the replay tool's readers (src/replay/trace.c): every request in
  * file order, each device of an MQSim trace merged into the one volume (as MQSim
  * does: the device number is ignored). */
 static void load_records(struct loader *l)
 {
-	struct trace *t = l->t;
-	struct tc_trace *tr;
+	struct fill_trace *t = l->t;
+	struct trace *tr;
 	char err[1024];
-	int r = tc_trace_load(t->path, t->fmt == FMT_VSCSI ? TC_TRACE_VSCSI : TC_TRACE_MQSIM,
+	int r = trace_load(t->path, t->fmt == FMT_VSCSI ? TRACE_VSCSI : TRACE_MQSIM,
 			      NULL, &tr, err, sizeof(err));
 
 	if (r) {
@@ -229,10 +229,10 @@ static void load_records(struct loader *l)
 	for (size_t i = 0; i < tr->n; i++)
 		loader_add(l, tr->req[i].offset, tr->req[i].length, tr->req[i].t_ns,
 			   tr->req[i].write);
-	tc_trace_free(tr);
+	trace_free(tr);
 }
 
-static void load_trace(struct trace *t)
+static void load_trace(struct fill_trace *t)
 {
 	struct loader l = { .t = t };
 
@@ -375,7 +375,7 @@ static uint64_t cache_dev_size(uint64_t lines, uint32_t ls)
 static void replay(struct run *run)
 {
 	const struct opts *o = &g_opt;
-	const struct trace *t = run->t;
+	const struct fill_trace *t = run->t;
 	struct tc_ctx_opts co = { .mode = TC_CTX_DETERMINISTIC, .seed = o->seed,
 				  .log_level = TC_LOG_WARN };
 	struct tc_cache_opts copts;
@@ -533,7 +533,7 @@ static const char *admission_name(int a)
 	return a == TC_ADMIT_NHIT ? "nhit" : "always";
 }
 
-static void print_trace(const struct trace *t)
+static void print_trace(const struct fill_trace *t)
 {
 	char h1[32], h2[32], h3[32], h4[32];
 
@@ -597,7 +597,7 @@ static void print_json(void)
 	       o->max_requests, o->tick_steps, o->seed, o->hdd_seek_ms, o->hdd_mbps);
 	printf("  \"traces\": [\n");
 	for (int i = 0; i < o->ntraces; i++) {
-		const struct trace *t = &g_traces[i];
+		const struct fill_trace *t = &g_traces[i];
 
 		printf("    {\"path\": \"%s\", \"format\": \"%s\", \"requests\": %zu, "
 		       "\"reads\": %" PRIu64 ", \"writes\": %" PRIu64 ", \"read_bytes\": %" PRIu64
@@ -725,7 +725,7 @@ static void usage(FILE *f)
 "    cache-device reads.\n"
 "\n"
 "    Trace formats:\n"
-"    The files are read by the readers of `tiercache replay` (src/bench/trace.c):\n"
+"    The files are read by the readers of `tiercache replay` (src/replay/trace.c):\n"
 "    plain or gzip/bzip2/xz/zstd compressed, told apart by their first bytes.\n"
 "    vscsi  VSCSI v1 as read by libCacheSim: 32-byte little-endian records u32 sn,\n"
 "           u32 len (bytes), u32 nSG, u16 cmd, u16 ver (0x01xx), u64 lbn (512-byte\n"
@@ -1074,7 +1074,7 @@ int main(int argc, char **argv)
 
 	parse_args(argc, argv);
 	for (int i = 0; i < o->ntraces; i++) {
-		struct trace *t = &g_traces[i];
+		struct fill_trace *t = &g_traces[i];
 
 		t->path = o->trace_path[i];
 		t->fmt = o->trace_fmt[i];

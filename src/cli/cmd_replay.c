@@ -4,7 +4,7 @@
  * (the library on emulated devices, virtual clock) or against a served volume over NBD
  * (real clock), and report hit ratios, IOPS, latency and writeback.
  *
- * The work is in src/bench/ (trace.c reads the formats, replay.c drives the requests,
+ * The work is in src/replay/ (trace.c reads the formats, replay.c drives the requests,
  * hist.c keeps the latencies); this file parses the command line, makes and removes the
  * temporary folder, draws the progress bar and prints the report.
  */
@@ -213,7 +213,7 @@ struct cache_size {
 struct ropts {
 	const char *trace;
 	int fmt;
-	struct tc_trace_opts topts;
+	struct trace_opts topts;
 	const char *target;
 	double speed;
 	unsigned qd;
@@ -226,7 +226,7 @@ struct ropts {
 	int write_policy, replacement;
 	uint64_t seq_cutoff;
 	bool seq_cutoff_set;
-	enum tc_replay_devices devices;
+	enum replay_devices devices;
 	const char *hdd_profile, *ssd_profile;
 	uint64_t volume_cap;
 	const char *tmpdir;
@@ -352,7 +352,7 @@ struct figures {
 	double iops, bps;
 };
 
-static void figures_of(const struct tc_replay_result *r, struct figures *f)
+static void figures_of(const struct replay_result *r, struct figures *f)
 {
 	const struct tc_volume_stats *vs = &r->vs;
 
@@ -379,7 +379,7 @@ static void figures_of(const struct tc_replay_result *r, struct figures *f)
 	f->bps = secs > 0 ? (double)(r->read_bytes + r->write_bytes) / secs : NAN;
 }
 
-static double fraction_of(const struct tc_replay_result *r, const struct tc_replay_map *m)
+static double fraction_of(const struct replay_result *r, const struct replay_map *m)
 {
 	return m->footprint ? (double)r->cache_bytes / (double)m->footprint : NAN;
 }
@@ -394,12 +394,12 @@ static const uint64_t hist_bounds[] = {
 #define NBOUNDS (sizeof(hist_bounds) / sizeof(hist_bounds[0]))
 
 /* Counts per bound: values in (previous bound, bound]; the last slot is above all. */
-static void hist_bins(const struct tc_hist *h, uint64_t *bins)
+static void hist_bins(const struct hist *h, uint64_t *bins)
 {
 	uint64_t prev = 0;
 
 	for (size_t i = 0; i < NBOUNDS; i++) {
-		uint64_t below = tc_hist_count_below(h, hist_bounds[i] + 1);
+		uint64_t below = hist_count_below(h, hist_bounds[i] + 1);
 		bins[i] = below - prev;
 		prev = below;
 	}
@@ -430,15 +430,15 @@ static const char *ratio_text(double v, char *buf, size_t len)
  * Table output.
  */
 
-static void print_trace(const struct tc_trace *t, const struct tc_replay_map *m,
+static void print_trace(const struct trace *t, const struct replay_map *m,
 			const struct ropts *o)
 {
 	char h1[32], h2[32], h3[32], h4[32];
 
-	printf("trace     %s (%s", t->path, tc_trace_fmt_name(t->fmt));
-	if (t->fmt == TC_TRACE_VSCSI)
+	printf("trace     %s (%s", t->path, trace_fmt_name(t->fmt));
+	if (t->fmt == TRACE_VSCSI)
 		printf(" v%d", t->vscsi_version);
-	printf(", %s)\n", t->comp == TC_COMP_NONE ? "uncompressed" : tc_comp_name(t->comp));
+	printf(", %s)\n", t->comp == RSTREAM_COMP_NONE ? "uncompressed" : rstream_comp_name(t->comp));
 	printf("          %zu requests (%.1f %% reads), %s read, %s written, %.1f s of trace "
 	       "time\n", t->n, 100.0 * (double)t->reads / (double)t->n,
 	       cli_human(t->read_bytes, h1, sizeof(h1)), cli_human(t->write_bytes, h2, sizeof(h2)),
@@ -459,7 +459,7 @@ static void print_trace(const struct tc_trace *t, const struct tc_replay_map *m,
 	(void)h4;
 }
 
-static void print_lat_row(const char *name, const struct tc_hist *h)
+static void print_lat_row(const char *name, const struct hist *h)
 {
 	char a[6][24];
 
@@ -468,15 +468,15 @@ static void print_lat_row(const char *name, const struct tc_hist *h)
 		return;
 	}
 	printf("  %-6s %10s %10s %10s %10s %10s %10s\n", name,
-	       us_text((uint64_t)tc_hist_mean(h), a[0], 24),
-	       us_text(tc_hist_percentile(h, 50), a[1], 24),
-	       us_text(tc_hist_percentile(h, 90), a[2], 24),
-	       us_text(tc_hist_percentile(h, 99), a[3], 24),
-	       us_text(tc_hist_percentile(h, 99.9), a[4], 24),
+	       us_text((uint64_t)hist_mean(h), a[0], 24),
+	       us_text(hist_percentile(h, 50), a[1], 24),
+	       us_text(hist_percentile(h, 90), a[2], 24),
+	       us_text(hist_percentile(h, 99), a[3], 24),
+	       us_text(hist_percentile(h, 99.9), a[4], 24),
 	       us_text(h->max, a[5], 24));
 }
 
-static void print_result(const struct tc_replay_result *r, const struct tc_replay_map *m,
+static void print_result(const struct replay_result *r, const struct replay_map *m,
 			 const struct ropts *o)
 {
 	struct figures f;
@@ -597,7 +597,7 @@ static void jadd(json_object *o, const char *k, json_object *v)
 	json_object_object_add(o, k, v);
 }
 
-static json_object *jlat(const struct tc_hist *h)
+static json_object *jlat(const struct hist *h)
 {
 	json_object *o = json_object_new_object();
 
@@ -608,12 +608,12 @@ static json_object *jlat(const struct tc_hist *h)
 			jadd(o, keys[i], NULL);
 		return o;
 	}
-	jadd(o, "mean", jnum(tc_hist_mean(h) / 1e3));
+	jadd(o, "mean", jnum(hist_mean(h) / 1e3));
 	jadd(o, "min", jnum((double)h->min / 1e3));
-	jadd(o, "p50", jnum((double)tc_hist_percentile(h, 50) / 1e3));
-	jadd(o, "p90", jnum((double)tc_hist_percentile(h, 90) / 1e3));
-	jadd(o, "p99", jnum((double)tc_hist_percentile(h, 99) / 1e3));
-	jadd(o, "p999", jnum((double)tc_hist_percentile(h, 99.9) / 1e3));
+	jadd(o, "p50", jnum((double)hist_percentile(h, 50) / 1e3));
+	jadd(o, "p90", jnum((double)hist_percentile(h, 90) / 1e3));
+	jadd(o, "p99", jnum((double)hist_percentile(h, 99) / 1e3));
+	jadd(o, "p999", jnum((double)hist_percentile(h, 99.9) / 1e3));
 	jadd(o, "max", jnum((double)h->max / 1e3));
 	return o;
 }
@@ -631,16 +631,16 @@ static json_object *jdev(const struct tc_dev_stats *d)
 	return o;
 }
 
-static json_object *jtrace(const struct tc_trace *t, const struct tc_replay_map *m,
+static json_object *jtrace(const struct trace *t, const struct replay_map *m,
 			   const struct ropts *o, json_object **layout)
 {
 	json_object *j = json_object_new_object();
 
 	jadd(j, "path", json_object_new_string(t->path));
-	jadd(j, "format", json_object_new_string(tc_trace_fmt_name(t->fmt)));
-	if (t->fmt == TC_TRACE_VSCSI)
+	jadd(j, "format", json_object_new_string(trace_fmt_name(t->fmt)));
+	if (t->fmt == TRACE_VSCSI)
 		jadd(j, "vscsi_version", json_object_new_int(t->vscsi_version));
-	jadd(j, "compression", json_object_new_string(tc_comp_name(t->comp)));
+	jadd(j, "compression", json_object_new_string(rstream_comp_name(t->comp)));
 	jadd(j, "records", ju64(t->records));
 	jadd(j, "requests", ju64(t->n));
 	jadd(j, "reads", ju64(t->reads));
@@ -671,7 +671,7 @@ static json_object *jtrace(const struct tc_trace *t, const struct tc_replay_map 
 	return j;
 }
 
-static json_object *jresult(const struct tc_replay_result *r, const struct tc_replay_map *m,
+static json_object *jresult(const struct replay_result *r, const struct replay_map *m,
 			    const struct ropts *o)
 {
 	json_object *j = json_object_new_object();
@@ -830,7 +830,7 @@ static int parse_args(int argc, char **argv, struct ropts *o)
 	o->line_size = 64 * 1024;
 	o->write_policy = TC_WP_WB;
 	o->replacement = TC_REPL_S3FIFO;
-	o->devices = TC_REPLAY_DEV_EMU;
+	o->devices = REPLAY_DEV_EMU;
 	o->volume_cap = 8ull << 40;
 	o->seed = 1;
 	o->nsizes = 1;
@@ -843,10 +843,10 @@ static int parse_args(int argc, char **argv, struct ropts *o)
 		case 'h':
 			return cli_help(replay_help) == 0 ? 1 : -1;
 		case O_FORMAT:
-			o->fmt = tc_trace_fmt_parse(optarg);
+			o->fmt = trace_fmt_parse(optarg);
 			if (o->fmt < 0)
 				return cli_usage("--format: \"%s\" is not one of %s", optarg,
-						 tc_trace_fmt_list()), -1;
+						 trace_fmt_list()), -1;
 			break;
 		case O_TVOL:
 			if (!*optarg)
@@ -943,11 +943,11 @@ static int parse_args(int argc, char **argv, struct ropts *o)
 			break;
 		case O_DEVS:
 			if (!strcmp(optarg, "emu"))
-				o->devices = TC_REPLAY_DEV_EMU;
+				o->devices = REPLAY_DEV_EMU;
 			else if (!strcmp(optarg, "file"))
-				o->devices = TC_REPLAY_DEV_FILE;
+				o->devices = REPLAY_DEV_FILE;
 			else if (!strcmp(optarg, "memory"))
-				o->devices = TC_REPLAY_DEV_MEMORY;
+				o->devices = REPLAY_DEV_MEMORY;
 			else
 				return cli_usage("--devices: \"%s\" is not one of emu, file, memory",
 						 optarg), -1;
@@ -989,7 +989,7 @@ static int parse_args(int argc, char **argv, struct ropts *o)
 		return cli_usage("one trace file only; unexpected \"%s\"", argv[optind + 1]), -1;
 	o->trace = argv[optind];
 	if (o->fmt < 0)
-		return cli_usage("--format is required (one of %s)", tc_trace_fmt_list()), -1;
+		return cli_usage("--format is required (one of %s)", trace_fmt_list()), -1;
 	if (o->qd && speed_set)
 		return cli_usage("--speed is for timed replay; --queue-depth replays in a closed "
 				 "loop and ignores the timestamps"), -1;
@@ -1011,10 +1011,10 @@ static uint64_t cache_bytes_of(const struct cache_size *cs, uint64_t fp)
 int cmd_replay(int argc, char **argv)
 {
 	struct ropts o = { 0 };
-	struct tc_trace *t = NULL;
-	struct tc_replay_map m = { 0 };
-	struct tc_replay_nbd *nbd = NULL;
-	struct tc_replay_result *res = NULL;
+	struct trace *t = NULL;
+	struct replay_map m = { 0 };
+	struct replay_nbd *nbd = NULL;
+	struct replay_result *res = NULL;
 	json_object *jruns = NULL;
 	char err[1024], dir[4096] = "";
 	int rc = TC_EXIT_FAIL, r;
@@ -1029,7 +1029,7 @@ int cmd_replay(int argc, char **argv)
 	sigaction(SIGINT, &sa, &old_int);
 	sigaction(SIGTERM, &sa, &old_term);
 
-	r = tc_trace_load(o.trace, (enum tc_trace_fmt)o.fmt, &o.topts, &t, err, sizeof(err));
+	r = trace_load(o.trace, (enum trace_fmt)o.fmt, &o.topts, &t, err, sizeof(err));
 	if (r) {
 		cli_err("%s", err);
 		goto out;
@@ -1040,7 +1040,7 @@ int cmd_replay(int argc, char **argv)
 	uint64_t capacity = o.volume_cap - TC_BACKING_DATA_OFFSET;
 	if (o.target) {
 		bool ro = false;
-		r = tc_replay_nbd_connect(o.target, &nbd, &capacity, &ro, err, sizeof(err));
+		r = replay_nbd_connect(o.target, &nbd, &capacity, &ro, err, sizeof(err));
 		if (r) {
 			cli_err("%s", err);
 			goto out;
@@ -1051,7 +1051,7 @@ int cmd_replay(int argc, char **argv)
 			goto out;
 		}
 	}
-	r = tc_replay_map_build(t, capacity, &m, err, sizeof(err));
+	r = replay_map_build(t, capacity, &m, err, sizeof(err));
 	if (r) {
 		cli_err("%s", err);
 		goto out;
@@ -1098,9 +1098,9 @@ int cmd_replay(int argc, char **argv)
 	}
 	rc = TC_EXIT_OK;
 	for (int i = 0; i < o.nsizes; i++) {
-		struct tc_replay_opts ro;
+		struct replay_opts ro;
 		char label[64], h[32];
-		tc_replay_opts_default(&ro);
+		replay_opts_default(&ro);
 		ro.nbd = nbd;
 		ro.devices = o.devices;
 		ro.hdd_profile = o.hdd_profile;
@@ -1125,7 +1125,7 @@ int cmd_replay(int argc, char **argv)
 		ro.progress = bar_draw;
 		ro.progress_opaque = &bar;
 
-		r = tc_replay_run(t, &m, &ro, res, err, sizeof(err));
+		r = replay_run(t, &m, &ro, res, err, sizeof(err));
 		bar_clear(&bar);
 		if (ro.fallback_file && !warned) {
 			cli_warn("emulated devices are not available in this build; replaying on "
@@ -1133,7 +1133,7 @@ int cmd_replay(int argc, char **argv)
 			warned = true;
 		}
 		if (r && r != -EINTR) {
-			if (r == -ENOENT && ro.devices == TC_REPLAY_DEV_EMU)
+			if (r == -ENOENT && ro.devices == REPLAY_DEV_EMU)
 				cli_err("%s (profiles are looked up in $TC_PROFILE_DIR; or give "
 					"--hdd-profile/--ssd-profile a path, or --devices file)", err);
 			else
@@ -1154,7 +1154,7 @@ int cmd_replay(int argc, char **argv)
 			jadd(pt, "byte_miss_ratio", jnum(1 - f.byte_hit));
 			jadd(pt, "line_miss_ratio", jnum(1 - f.line_hit));
 			jadd(pt, "p99_latency_us", res->lat.count ?
-			     jnum((double)tc_hist_percentile(&res->lat, 99) / 1e3) : NULL);
+			     jnum((double)hist_percentile(&res->lat, 99) / 1e3) : NULL);
 			json_object_array_add(jmrc, pt);
 			if (!o.json) {
 				char a[5][16], l[24];
@@ -1164,7 +1164,7 @@ int cmd_replay(int argc, char **argv)
 				       ratio_text(1 - f.read_hit, a[1], 16),
 				       ratio_text(1 - f.byte_hit, a[2], 16),
 				       ratio_text(1 - f.line_hit, a[3], 16),
-				       res->lat.count ? us_text(tc_hist_percentile(&res->lat, 99), l,
+				       res->lat.count ? us_text(hist_percentile(&res->lat, 99), l,
 								sizeof(l)) : "-");
 				fflush(stdout);
 			}
@@ -1202,9 +1202,9 @@ int cmd_replay(int argc, char **argv)
 out:
 	json_object_put(jruns);
 	free(res);
-	tc_replay_nbd_close(nbd);
-	tc_replay_map_free(&m);
-	tc_trace_free(t);
+	replay_nbd_close(nbd);
+	replay_map_free(&m);
+	trace_free(t);
 	if (dir[0] && rmdir(dir) && errno != ENOENT)
 		cli_warn("cannot remove the temporary folder %s: %s", dir, strerror(errno));
 	sigaction(SIGINT, &old_int, NULL);
