@@ -35,6 +35,7 @@ static const char replay_help[] =
 "                     [--target URI] [--speed X | --queue-depth N] [--warmup N]\n"
 "                     [--cache-size SIZE|P% | --cache-sizes LIST] [--line-size SIZE]\n"
 "                     [--write-policy wt|wb|wa|pt] [--replacement lru|s3fifo]\n"
+"                     [--fill sectors|line] [--admission always|nhit] [--nhit N]\n"
 "                     [--seq-cutoff SIZE] [--devices emu|file|memory]\n"
 "                     [--hdd-profile P] [--ssd-profile P] [--volume-cap SIZE]\n"
 "                     [--tmpdir DIR] [--seed N] [--max-bad-lines N]\n"
@@ -106,6 +107,13 @@ static const char replay_help[] =
 "    --line-size SIZE       cache line, a power of two 4K..64K (default 64K)\n"
 "    --write-policy P       wt, wb, wa or pt (default wb)\n"
 "    --replacement R        lru or s3fifo (default s3fifo)\n"
+"    --fill F               what a read miss fills: sectors (the 4 KiB units asked\n"
+"                           for) or line (every invalid unit of the line; the\n"
+"                           default)\n"
+"    --admission A          always (every read miss fills; the default) or nhit\n"
+"                           (a line fills on its Nth access within the admission\n"
+"                           history)\n"
+"    --nhit N               N for --admission nhit, 1..255 (default 2)\n"
 "    --seq-cutoff SIZE      sequential streams this long bypass the cache; 0 = off\n"
 "                           (default 4M, the library's default)\n"
 "    --devices D            emu (default): emulated HDD and SSD with service\n"
@@ -217,6 +225,8 @@ struct ropts {
 	bool mrc;
 	uint32_t line_size;
 	int write_policy, replacement;
+	int fill, admission;       /* -1: the library's default */
+	uint32_t nhit;             /* 0: the library's default */
 	uint64_t seq_cutoff;
 	bool seq_cutoff_set;
 	enum replay_devices devices;
@@ -346,7 +356,7 @@ static int parse_args(int argc, char **argv, struct ropts *o)
 	enum {
 		O_FORMAT = 'f', O_QUIET = 'q', O_TVOL = 256, O_LIMIT, O_MAXBAD, O_TARGET, O_SPEED,
 		O_QD, O_MAXINF, O_WARMUP, O_CSIZE, O_CSIZES, O_LINE, O_WP, O_REPL, O_SEQ, O_DEVS,
-		O_HDD, O_SSD, O_VCAP, O_TMP, O_SEED, O_JSON,
+		O_HDD, O_SSD, O_VCAP, O_TMP, O_SEED, O_JSON, O_FILL, O_ADMIT, O_NHIT,
 	};
 	static const struct option lo[] = {
 		{ "format", required_argument, NULL, O_FORMAT },
@@ -364,6 +374,9 @@ static int parse_args(int argc, char **argv, struct ropts *o)
 		{ "write-policy", required_argument, NULL, O_WP },
 		{ "replacement", required_argument, NULL, O_REPL },
 		{ "seq-cutoff", required_argument, NULL, O_SEQ },
+		{ "fill", required_argument, NULL, O_FILL },
+		{ "admission", required_argument, NULL, O_ADMIT },
+		{ "nhit", required_argument, NULL, O_NHIT },
 		{ "devices", required_argument, NULL, O_DEVS },
 		{ "hdd-profile", required_argument, NULL, O_HDD },
 		{ "ssd-profile", required_argument, NULL, O_SSD },
@@ -384,6 +397,7 @@ static int parse_args(int argc, char **argv, struct ropts *o)
 	o->line_size = 64 * 1024;
 	o->write_policy = TC_WP_WB;
 	o->replacement = TC_REPL_S3FIFO;
+	o->fill = o->admission = -1;
 	o->devices = REPLAY_DEV_EMU;
 	o->volume_cap = 8ull << 40;
 	o->seed = 1;
@@ -484,6 +498,25 @@ static int parse_args(int argc, char **argv, struct ropts *o)
 				return cli_usage("--replacement: \"%s\" is neither lru nor s3fifo",
 						 optarg), -1;
 			o->replacement = r;
+			break;
+		case O_FILL:
+			r = tc_fill_parse(optarg);
+			if (r < 0)
+				return cli_usage("--fill: \"%s\" is neither sectors nor line", optarg),
+				       -1;
+			o->fill = r;
+			break;
+		case O_ADMIT:
+			r = tc_admission_parse(optarg);
+			if (r < 0)
+				return cli_usage("--admission: \"%s\" is neither always nor nhit",
+						 optarg), -1;
+			o->admission = r;
+			break;
+		case O_NHIT:
+			if (cli_uint("--nhit", optarg, 1, 255, &v))
+				return -1;
+			o->nhit = (uint32_t)v;
 			break;
 		case O_SEQ:
 			if (cli_size("--seq-cutoff", optarg, &o->seq_cutoff))
@@ -659,6 +692,12 @@ int cmd_replay(int argc, char **argv)
 	ro.cache.line_size = o.line_size;
 	ro.cache.replacement = (uint8_t)o.replacement;
 	ro.settings.write_policy = (uint8_t)o.write_policy;
+	if (o.fill >= 0)
+		ro.settings.fill = (uint8_t)o.fill;
+	if (o.admission >= 0)
+		ro.settings.admission = (uint8_t)o.admission;
+	if (o.nhit)
+		ro.settings.nhit = o.nhit;
 	if (o.seq_cutoff_set)
 		ro.settings.seq_cutoff = o.seq_cutoff;
 	ro.seed = o.seed;
