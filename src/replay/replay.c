@@ -317,6 +317,32 @@ static bool stop_requested(const struct replay *p)
 	return p->o->stop && *p->o->stop;
 }
 
+/* Submit with @submit every request due at @now (replay clock): in closed loop until
+ * queue_depth are in flight, timed those whose arrival has come, up to max_inflight.
+ * Stops at a fatal error (NBD).  Returns 0 or @submit's error. */
+static int submit_due(struct replay *p, uint64_t now,
+		      int (*submit)(struct replay *p, uint64_t t_start, uint64_t now))
+{
+	const struct replay_opts *o = p->o;
+	unsigned cap = o->max_inflight ? o->max_inflight : 4096;
+
+	while (!p->fatal && p->next < p->nreq) {
+		uint64_t t_start = now;
+		if (o->queue_depth > 0) {
+			if (p->inflight >= o->queue_depth)
+				break;
+		} else {
+			t_start = arrival(p, p->next);
+			if (t_start > now || p->inflight >= cap)
+				break;
+		}
+		int r = submit(p, t_start, now);
+		if (r)
+			return r;
+	}
+	return 0;
+}
+
 /* ------------------------------------------------------------------------------------
  * Library mode.
  */
@@ -412,17 +438,8 @@ static int lib_loop(struct replay *p)
 			stopping = true;
 			p->res->interrupted = true;
 		}
-		while (!stopping && p->next < p->nreq) {
-			uint64_t t_start = now;
-			if (closed) {
-				if (p->inflight >= o->queue_depth)
-					break;
-			} else {
-				t_start = arrival(p, p->next);
-				if (t_start > now || p->inflight >= cap)
-					break;
-			}
-			r = lib_submit(p, t_start, now);
+		if (!stopping) {
+			r = submit_due(p, now, lib_submit);
 			if (r)
 				return r;
 		}
@@ -764,17 +781,8 @@ static int nbd_loop(struct replay *p)
 			stopping = true;
 			p->res->interrupted = true;
 		}
-		while (!stopping && !p->fatal && p->next < p->nreq) {
-			uint64_t t_start = now;
-			if (closed) {
-				if (p->inflight >= o->queue_depth)
-					break;
-			} else {
-				t_start = arrival(p, p->next);
-				if (t_start > now || p->inflight >= cap)
-					break;
-			}
-			r = nbd_submit(p, t_start, now);
+		if (!stopping) {
+			r = submit_due(p, now, nbd_submit);
 			if (r)
 				return r;
 		}
