@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * bench_common.h - helpers every benchmark program shares: error exits, the clock,
- * the library's log sink.  Define BENCH_NAME (the program's name) before including.
+ * bench_common.h - helpers of the library benchmarks (tc-bench-hit): error exits, the
+ * clock, the library's log sink.  Define BENCH_NAME (the program's name) before including.
  */
 #ifndef TC_BENCH_COMMON_H
 #define TC_BENCH_COMMON_H

@@ -31,7 +31,6 @@
 #include "tiercache-test.h"
 #define BENCH_NAME "tc-bench-hit"
 #include "bench_common.h"
-#include "format.h"     /* tc_fmt_cache_geometry(): where the cache's data area starts */
 
 #define BS 4096u                /* request size of every measured I/O */
 #define QD 32u                  /* queue depth of every measured run */
@@ -585,7 +584,7 @@ static void bench_hit_path(void)
 	const char *bpath = register_file(o->dir, "backing");
 	struct tc_cache_opts copts;
 	struct tc_volume_settings set;
-	struct tc_cache_sb geo;
+	struct tc_cache_layout geo;
 	struct tc_dev_info info;
 	struct tc_volume_stats vs0, vs1;
 	struct tc_cache_stats cs;
@@ -596,8 +595,8 @@ static void bench_hit_path(void)
 	char h1[32], h2[32];
 
 	memset(&geo, 0, sizeof(geo));
-	CHECK(tc_fmt_cache_geometry(o->cache_size, o->line_size, &geo), "cache geometry");
-	uint64_t ws_lines = geo.nslots / 2;
+	CHECK(tc_cache_layout_for(o->cache_size, o->line_size, &geo), "cache geometry");
+	uint64_t ws_lines = geo.lines / 2;
 	uint64_t ws_bytes = ws_lines * o->line_size;
 	uint64_t nblocks = ws_bytes / BS;
 
@@ -622,12 +621,12 @@ static void bench_hit_path(void)
 	CHECK(tc_cache_open(ctx, cdev, &cache), "tc_cache_open");
 	CHECK(tc_cache_attach(cache, bdev, NULL, 0, &vol), "tc_cache_attach");
 	tc_cache_stats(cache, &cs);
-	if (cs.lines != geo.nslots)
+	if (cs.lines != geo.lines)
 		die("cache geometry differs from the library's", EINVAL);
 
 	if (!o->json) {
 		printf("tc-bench-hit: cache file %s: %s, %" PRIu64 " lines of %s, %s, O_DIRECT %s\n",
-		       cpath, human(o->cache_size, h1, sizeof(h1)), (uint64_t)geo.nslots,
+		       cpath, human(o->cache_size, h1, sizeof(h1)), (uint64_t)geo.lines,
 		       human(o->line_size, h2, sizeof(h2)), tc_replacement_name(o->replacement),
 		       info.direct ? "yes" : "no");
 		printf("  working set: %s = %" PRIu64 " lines (half the cache; slots 0..%" PRIu64
@@ -780,7 +779,7 @@ static void bench_recovery(void)
 	struct tc_cache_opts copts;
 	struct tc_volume_settings set;
 	struct tc_cache_stats cs;
-	struct tc_cache_sb geo;
+	struct tc_cache_layout geo;
 	tc_dev *cdev, *bdev;
 	tc_cache *cache;
 	tc_volume *vol;
@@ -790,15 +789,15 @@ static void bench_recovery(void)
 	char h1[32];
 
 	memset(&geo, 0, sizeof(geo));
-	CHECK(tc_fmt_cache_geometry(o->recovery_size, o->line_size, &geo), "cache geometry");
+	CHECK(tc_cache_layout_for(o->recovery_size, o->line_size, &geo), "cache geometry");
 	/* 90% of the lines dirty; the watermarks are raised above that so the cleaner
 	 * does not run under pressure while the cache fills. */
-	uint64_t fill = (uint64_t)geo.nslots * 9 / 10;
+	uint64_t fill = (uint64_t)geo.lines * 9 / 10;
 
 	CHECK(tc_dev_new_crash(ctx, cpath, TC_DEV_CREATE, o->recovery_size, 1, &cdev),
 	      "tc_dev_new_crash");
 	CHECK(tc_dev_open_file(ctx, bpath, TC_DEV_CREATE,
-			       TC_BACKING_DATA_OFFSET + (uint64_t)geo.nslots * o->line_size, &bdev),
+			       TC_BACKING_DATA_OFFSET + (uint64_t)geo.lines * o->line_size, &bdev),
 	      "open backing file");
 	tc_cache_opts_default(&copts);
 	copts.line_size = o->line_size;

@@ -4,15 +4,14 @@
  * (the library on emulated devices, virtual clock) or against a served volume over NBD
  * (real clock), and report hit ratios, IOPS, latency and writeback.
  *
- * The work is in src/bench/ (trace.c reads the formats, replay.c drives the requests,
- * hist.c keeps the latencies); this file parses the command line, makes and removes the
- * temporary folder, draws the progress bar and prints the report.
+ * The work is in src/replay/ (trace.c reads the formats, replay.c drives the requests,
+ * mrc.c runs it once per cache size, report.c prints the tables and JSON); this file
+ * parses the command line, makes and removes the temporary folder and draws the
+ * progress bar.
  */
 #include <errno.h>
 #include <getopt.h>
 #include <inttypes.h>
-#include <json-c/json.h>
-#include <math.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -21,6 +20,7 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "mrc.h"
 #include "replay.h"
 #include "trace.h"
 
@@ -35,6 +35,7 @@ static const char replay_help[] =
 "                     [--target URI] [--speed X | --queue-depth N] [--warmup N]\n"
 "                     [--cache-size SIZE|P% | --cache-sizes LIST] [--line-size SIZE]\n"
 "                     [--write-policy wt|wb|wa|pt] [--replacement lru|s3fifo]\n"
+"                     [--fill sectors|line] [--admission always|nhit] [--nhit N]\n"
 "                     [--seq-cutoff SIZE] [--devices emu|file|memory]\n"
 "                     [--hdd-profile P] [--ssd-profile P] [--volume-cap SIZE]\n"
 "                     [--tmpdir DIR] [--seed N] [--max-bad-lines N]\n"
@@ -106,6 +107,13 @@ static const char replay_help[] =
 "    --line-size SIZE       cache line, a power of two 4K..64K (default 64K)\n"
 "    --write-policy P       wt, wb, wa or pt (default wb)\n"
 "    --replacement R        lru or s3fifo (default s3fifo)\n"
+"    --fill F               what a read miss fills: sectors (the 4 KiB units asked\n"
+"                           for) or line (every invalid unit of the line; the\n"
+"                           default)\n"
+"    --admission A          always (every read miss fills; the default) or nhit\n"
+"                           (a line fills on its Nth access within the admission\n"
+"                           history)\n"
+"    --nhit N               N for --admission nhit, 1..255 (default 2)\n"
 "    --seq-cutoff SIZE      sequential streams this long bypass the cache; 0 = off\n"
 "                           (default 4M, the library's default)\n"
 "    --devices D            emu (default): emulated HDD and SSD with service\n"
@@ -203,30 +211,25 @@ static const char replay_help[] =
  * Options.
  */
 
-struct cache_size {
-	bool pct;
-	double fraction;           /* of the footprint, when pct */
-	uint64_t bytes;            /* otherwise */
-	char text[32];
-};
-
 struct ropts {
 	const char *trace;
 	int fmt;
-	struct tc_trace_opts topts;
+	struct trace_opts topts;
 	const char *target;
 	double speed;
 	unsigned qd;
 	unsigned max_inflight;
 	uint64_t warmup;
-	struct cache_size sizes[MAX_SIZES];
+	struct mrc_size sizes[MAX_SIZES];
 	int nsizes;
 	bool mrc;
 	uint32_t line_size;
 	int write_policy, replacement;
+	int fill, admission;       /* -1: the library's default */
+	uint32_t nhit;             /* 0: the library's default */
 	uint64_t seq_cutoff;
 	bool seq_cutoff_set;
-	enum tc_replay_devices devices;
+	enum replay_devices devices;
 	const char *hdd_profile, *ssd_profile;
 	uint64_t volume_cap;
 	const char *tmpdir;
@@ -234,7 +237,7 @@ struct ropts {
 	bool json, quiet;
 };
 
-static int parse_cache_size(const char *opt, const char *arg, struct cache_size *cs)
+static int parse_cache_size(const char *opt, const char *arg, struct mrc_size *cs)
 {
 	size_t n = strlen(arg);
 
@@ -336,445 +339,6 @@ static void bar_clear(struct bar *b)
 }
 
 /* ------------------------------------------------------------------------------------
- * Figures.
- */
-
-/* A ratio, or NaN when the denominator is 0 (printed n/a, JSON null). */
-static double ratio(uint64_t a, uint64_t b)
-{
-	return b ? (double)a / (double)b : NAN;
-}
-
-struct figures {
-	double hit, read_hit, write_hit;
-	double byte_hit, read_byte_hit, write_byte_hit;
-	double line_hit, read_line_hit, write_line_hit;
-	double iops, bps;
-};
-
-static void figures_of(const struct tc_replay_result *r, struct figures *f)
-{
-	const struct tc_volume_stats *vs = &r->vs;
-
-	if (!r->library) {
-		f->hit = f->read_hit = f->write_hit = NAN;
-		f->byte_hit = f->read_byte_hit = f->write_byte_hit = NAN;
-		f->line_hit = f->read_line_hit = f->write_line_hit = NAN;
-	} else {
-		f->hit = ratio(r->read_hits + r->write_hits, r->requests);
-		f->read_hit = ratio(r->read_hits, r->reads);
-		f->write_hit = ratio(r->write_hits, r->writes);
-		f->byte_hit = ratio(r->read_hit_bytes + r->write_hit_bytes,
-				    r->read_bytes + r->write_bytes);
-		f->read_byte_hit = ratio(r->read_hit_bytes, r->read_bytes);
-		f->write_byte_hit = ratio(r->write_hit_bytes, r->write_bytes);
-		uint64_t rl = vs->read_hits + vs->read_partial_hits + vs->read_misses;
-		uint64_t wl = vs->write_hits + vs->write_partial_hits + vs->write_misses;
-		f->line_hit = ratio(vs->read_hits + vs->write_hits, rl + wl);
-		f->read_line_hit = ratio(vs->read_hits, rl);
-		f->write_line_hit = ratio(vs->write_hits, wl);
-	}
-	double secs = (double)r->elapsed_ns / 1e9;
-	f->iops = secs > 0 ? (double)r->requests / secs : NAN;
-	f->bps = secs > 0 ? (double)(r->read_bytes + r->write_bytes) / secs : NAN;
-}
-
-static double fraction_of(const struct tc_replay_result *r, const struct tc_replay_map *m)
-{
-	return m->footprint ? (double)r->cache_bytes / (double)m->footprint : NAN;
-}
-
-/* Histogram bounds, ns: 1-2-5 steps from 1 us to 100 s. */
-static const uint64_t hist_bounds[] = {
-	1000ull, 2000ull, 5000ull, 10000ull, 20000ull, 50000ull, 100000ull, 200000ull,
-	500000ull, 1000000ull, 2000000ull, 5000000ull, 10000000ull, 20000000ull, 50000000ull,
-	100000000ull, 200000000ull, 500000000ull, 1000000000ull, 2000000000ull,
-	5000000000ull, 10000000000ull, 20000000000ull, 50000000000ull, 100000000000ull,
-};
-#define NBOUNDS (sizeof(hist_bounds) / sizeof(hist_bounds[0]))
-
-/* Counts per bound: values in (previous bound, bound]; the last slot is above all. */
-static void hist_bins(const struct tc_hist *h, uint64_t *bins)
-{
-	uint64_t prev = 0;
-
-	for (size_t i = 0; i < NBOUNDS; i++) {
-		uint64_t below = tc_hist_count_below(h, hist_bounds[i] + 1);
-		bins[i] = below - prev;
-		prev = below;
-	}
-	bins[NBOUNDS] = h->count - prev;
-}
-
-static const char *us_text(uint64_t ns, char *buf, size_t len)
-{
-	if (ns >= 1000000000ull)
-		snprintf(buf, len, "%.2f s", (double)ns / 1e9);
-	else if (ns >= 1000000ull)
-		snprintf(buf, len, "%.2f ms", (double)ns / 1e6);
-	else
-		snprintf(buf, len, "%.1f us", (double)ns / 1e3);
-	return buf;
-}
-
-static const char *ratio_text(double v, char *buf, size_t len)
-{
-	if (isnan(v))
-		snprintf(buf, len, "n/a");
-	else
-		snprintf(buf, len, "%.4f", v);
-	return buf;
-}
-
-/* ------------------------------------------------------------------------------------
- * Table output.
- */
-
-static void print_trace(const struct tc_trace *t, const struct tc_replay_map *m,
-			const struct ropts *o)
-{
-	char h1[32], h2[32], h3[32], h4[32];
-
-	printf("trace     %s (%s", t->path, tc_trace_fmt_name(t->fmt));
-	if (t->fmt == TC_TRACE_VSCSI)
-		printf(" v%d", t->vscsi_version);
-	printf(", %s)\n", t->comp == TC_COMP_NONE ? "uncompressed" : tc_comp_name(t->comp));
-	printf("          %zu requests (%.1f %% reads), %s read, %s written, %.1f s of trace "
-	       "time\n", t->n, 100.0 * (double)t->reads / (double)t->n,
-	       cli_human(t->read_bytes, h1, sizeof(h1)), cli_human(t->write_bytes, h2, sizeof(h2)),
-	       (double)t->duration_ns / 1e9);
-	printf("          %" PRIu64 " records; skipped: %" PRIu64 " other commands, %" PRIu64
-	       " empty, %" PRIu64 " other volumes, %" PRIu64 " malformed; %" PRIu64
-	       " unaligned, %" PRIu64 " cut%s%s\n", t->records, t->skipped_op, t->skipped_empty,
-	       t->skipped_volume, t->bad, t->unaligned, t->clipped,
-	       t->sorted ? ", sorted by time" : "", t->limited ? ", stopped at --limit" : "");
-	if (t->bad)
-		printf("          first malformed record: %s\n", t->first_bad);
-	printf("layout    %" PRIu32 " source volume%s of %" PRIu32 " in the trace%s%s; volume %s "
-	       "(extents %s); %" PRIu64 " requests folded; footprint %s\n",
-	       m->regions, m->regions == 1 ? "" : "s", t->nvols,
-	       o->topts.volume ? ": " : "", o->topts.volume ? o->topts.volume : "",
-	       cli_human(m->total, h1, sizeof(h1)), cli_human(m->extent, h2, sizeof(h2)),
-	       m->folded, cli_human(m->footprint, h3, sizeof(h3)));
-	(void)h4;
-}
-
-static void print_lat_row(const char *name, const struct tc_hist *h)
-{
-	char a[6][24];
-
-	if (!h->count) {
-		printf("  %-6s %10s\n", name, "-");
-		return;
-	}
-	printf("  %-6s %10s %10s %10s %10s %10s %10s\n", name,
-	       us_text((uint64_t)tc_hist_mean(h), a[0], 24),
-	       us_text(tc_hist_percentile(h, 50), a[1], 24),
-	       us_text(tc_hist_percentile(h, 90), a[2], 24),
-	       us_text(tc_hist_percentile(h, 99), a[3], 24),
-	       us_text(tc_hist_percentile(h, 99.9), a[4], 24),
-	       us_text(h->max, a[5], 24));
-}
-
-static void print_result(const struct tc_replay_result *r, const struct tc_replay_map *m,
-			 const struct ropts *o)
-{
-	struct figures f;
-	char h1[32], h2[32], h3[32], h4[32], a[3][16];
-
-	figures_of(r, &f);
-	if (r->library)
-		printf("cache     %s (%" PRIu64 " lines of %s, %.1f %% of the footprint) on %s "
-		       "devices; %s, %s\n", cli_human(r->cache_bytes, h1, sizeof(h1)),
-		       r->cache_lines, cli_human(r->line_size, h2, sizeof(h2)),
-		       100 * fraction_of(r, m), r->devices,
-		       tc_write_policy_name((unsigned)o->write_policy),
-		       tc_replacement_name((unsigned)o->replacement));
-	else
-		printf("target    %s (NBD)\n", o->target);
-	if (o->qd)
-		printf("driving   closed loop, queue depth %u", o->qd);
-	else
-		printf("driving   timed, speed x%g", o->speed);
-	if (o->warmup)
-		printf(", %" PRIu64 " warm-up requests not measured", o->warmup);
-	printf("%s\n\n", r->interrupted ? "; INTERRUPTED" : "");
-
-	printf("               %12s %12s %12s\n", "read", "write", "all");
-	printf("requests       %12" PRIu64 " %12" PRIu64 " %12" PRIu64 "\n", r->reads, r->writes,
-	       r->requests);
-	printf("bytes          %12s %12s %12s\n", cli_human(r->read_bytes, h1, sizeof(h1)),
-	       cli_human(r->write_bytes, h2, sizeof(h2)),
-	       cli_human(r->read_bytes + r->write_bytes, h3, sizeof(h3)));
-	printf("hit ratio      %12s %12s %12s   (requests wholly in cache)\n",
-	       ratio_text(f.read_hit, a[0], 16), ratio_text(f.write_hit, a[1], 16),
-	       ratio_text(f.hit, a[2], 16));
-	printf("byte hit ratio %12s %12s %12s\n", ratio_text(f.read_byte_hit, a[0], 16),
-	       ratio_text(f.write_byte_hit, a[1], 16), ratio_text(f.byte_hit, a[2], 16));
-	printf("line hit ratio %12s %12s %12s   (engine: per cache line touched)\n",
-	       ratio_text(f.read_line_hit, a[0], 16), ratio_text(f.write_line_hit, a[1], 16),
-	       ratio_text(f.line_hit, a[2], 16));
-	if (isnan(f.iops))
-		printf("IOPS           n/a (no time passed on the %s clock%s)\n",
-		       r->library ? "virtual" : "real",
-		       r->library && strcmp(r->devices, "emu") ? ": these devices take none" : "");
-	else
-		printf("IOPS           %.1f over %.3f s; %s/s\n", f.iops, (double)r->elapsed_ns / 1e9,
-		       cli_human((uint64_t)f.bps, h1, sizeof(h1)));
-	printf("errors         %" PRIu64 "; late submissions %" PRIu64 "\n\n", r->errors, r->late);
-
-	printf("latency  %10s %10s %10s %10s %10s %10s\n", "mean", "p50", "p90", "p99", "p99.9",
-	       "max");
-	print_lat_row("read", &r->lat_read);
-	print_lat_row("write", &r->lat_write);
-	print_lat_row("all", &r->lat);
-	if (r->lat.count) {
-		uint64_t bins[NBOUNDS + 1], most = 0;
-		size_t lo = NBOUNDS + 1, hi = 0;
-		hist_bins(&r->lat, bins);
-		for (size_t i = 0; i <= NBOUNDS; i++)
-			if (bins[i]) {
-				if (i < lo)
-					lo = i;
-				hi = i;
-				if (bins[i] > most)
-					most = bins[i];
-			}
-		printf("\nlatency histogram (all requests)\n");
-		for (size_t i = lo; i <= hi; i++) {
-			char lim[48];
-			int len = (int)((double)bins[i] / (double)most * 40 + 0.5);
-			if (i < NBOUNDS)
-				snprintf(lim, sizeof(lim), "<= %s", us_text(hist_bounds[i], h1, sizeof(h1)));
-			else
-				snprintf(lim, sizeof(lim), " > %s", us_text(hist_bounds[NBOUNDS - 1], h1,
-									  sizeof(h1)));
-			printf("  %-12s %10" PRIu64 " %6.2f%% %.*s\n", lim, bins[i],
-			       100.0 * (double)bins[i] / (double)r->lat.count, len,
-			       "########################################");
-		}
-	}
-	if (r->library) {
-		const struct tc_volume_stats *vs = &r->vs;
-		printf("\nengine    %" PRIu64 " promotions, %" PRIu64 " evictions, %" PRIu64
-		       " sequential bypasses, %" PRIu64 " admission bypasses; cached %s\n",
-		       vs->promotions, vs->evictions, vs->bypassed_seq, vs->bypassed_admission,
-		       cli_human(vs->cached_bytes, h1, sizeof(h1)));
-		printf("dirty     peak %s, at the end %s; written back %s in %" PRIu64 " I/Os\n",
-		       cli_human(r->dirty_peak, h1, sizeof(h1)), cli_human(r->dirty_end, h2, sizeof(h2)),
-		       cli_human(vs->writeback_bytes, h3, sizeof(h3)), vs->writeback_ios);
-		printf("backing   %" PRIu64 " reads (%s), %" PRIu64 " writes (%s)\n", r->backing.reads,
-		       cli_human(r->backing.bytes_read, h1, sizeof(h1)), r->backing.writes,
-		       cli_human(r->backing.bytes_written, h2, sizeof(h2)));
-		printf("cache dev %" PRIu64 " reads (%s), %" PRIu64 " writes (%s)\n", r->cache.reads,
-		       cli_human(r->cache.bytes_read, h3, sizeof(h3)), r->cache.writes,
-		       cli_human(r->cache.bytes_written, h4, sizeof(h4)));
-	}
-	double ws = (double)r->replay_wall_ns / 1e9;
-	printf("replay    %.2f s wall (%.2f s with setup), %.0f requests/s", ws,
-	       (double)r->wall_ns / 1e9, ws > 0 ? (double)(r->requests) / ws : 0.0);
-	if (r->library && ws > 0 && r->elapsed_ns)
-		printf(", %.1fx the virtual clock", (double)r->elapsed_ns / 1e9 / ws);
-	printf("\n");
-}
-
-/* ------------------------------------------------------------------------------------
- * JSON output.
- */
-
-static json_object *jnum(double v)
-{
-	return isnan(v) || isinf(v) ? NULL : json_object_new_double(v);
-}
-
-static json_object *ju64(uint64_t v)
-{
-	return json_object_new_int64(v > INT64_MAX ? INT64_MAX : (int64_t)v);
-}
-
-static void jadd(json_object *o, const char *k, json_object *v)
-{
-	json_object_object_add(o, k, v);
-}
-
-static json_object *jlat(const struct tc_hist *h)
-{
-	json_object *o = json_object_new_object();
-
-	jadd(o, "count", ju64(h->count));
-	if (!h->count) {
-		const char *keys[] = { "mean", "min", "p50", "p90", "p99", "p999", "max" };
-		for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]); i++)
-			jadd(o, keys[i], NULL);
-		return o;
-	}
-	jadd(o, "mean", jnum(tc_hist_mean(h) / 1e3));
-	jadd(o, "min", jnum((double)h->min / 1e3));
-	jadd(o, "p50", jnum((double)tc_hist_percentile(h, 50) / 1e3));
-	jadd(o, "p90", jnum((double)tc_hist_percentile(h, 90) / 1e3));
-	jadd(o, "p99", jnum((double)tc_hist_percentile(h, 99) / 1e3));
-	jadd(o, "p999", jnum((double)tc_hist_percentile(h, 99.9) / 1e3));
-	jadd(o, "max", jnum((double)h->max / 1e3));
-	return o;
-}
-
-static json_object *jdev(const struct tc_dev_stats *d)
-{
-	json_object *o = json_object_new_object();
-
-	jadd(o, "reads", ju64(d->reads));
-	jadd(o, "writes", ju64(d->writes));
-	jadd(o, "bytes_read", ju64(d->bytes_read));
-	jadd(o, "bytes_written", ju64(d->bytes_written));
-	jadd(o, "flushes", ju64(d->flushes));
-	jadd(o, "errors", ju64(d->errors));
-	return o;
-}
-
-static json_object *jtrace(const struct tc_trace *t, const struct tc_replay_map *m,
-			   const struct ropts *o, json_object **layout)
-{
-	json_object *j = json_object_new_object();
-
-	jadd(j, "path", json_object_new_string(t->path));
-	jadd(j, "format", json_object_new_string(tc_trace_fmt_name(t->fmt)));
-	if (t->fmt == TC_TRACE_VSCSI)
-		jadd(j, "vscsi_version", json_object_new_int(t->vscsi_version));
-	jadd(j, "compression", json_object_new_string(tc_comp_name(t->comp)));
-	jadd(j, "records", ju64(t->records));
-	jadd(j, "requests", ju64(t->n));
-	jadd(j, "reads", ju64(t->reads));
-	jadd(j, "writes", ju64(t->writes));
-	jadd(j, "read_bytes", ju64(t->read_bytes));
-	jadd(j, "write_bytes", ju64(t->write_bytes));
-	jadd(j, "duration_s", jnum((double)t->duration_ns / 1e9));
-	jadd(j, "source_volumes", ju64(t->nvols));
-	jadd(j, "trace_volume", o->topts.volume ? json_object_new_string(o->topts.volume) : NULL);
-	jadd(j, "skipped_other_op", ju64(t->skipped_op));
-	jadd(j, "skipped_empty", ju64(t->skipped_empty));
-	jadd(j, "skipped_other_volume", ju64(t->skipped_volume));
-	jadd(j, "malformed", ju64(t->bad));
-	jadd(j, "first_malformed", t->bad ? json_object_new_string(t->first_bad) : NULL);
-	jadd(j, "unaligned", ju64(t->unaligned));
-	jadd(j, "cut", ju64(t->clipped));
-	jadd(j, "out_of_order", ju64(t->out_of_order));
-	jadd(j, "sorted", json_object_new_boolean(t->sorted));
-	jadd(j, "limited", json_object_new_boolean(t->limited));
-
-	json_object *l = json_object_new_object();
-	jadd(l, "regions", ju64(m->regions));
-	jadd(l, "volume_size", ju64(m->total));
-	jadd(l, "extent", ju64(m->extent));
-	jadd(l, "folded", ju64(m->folded));
-	jadd(l, "footprint", ju64(m->footprint));
-	*layout = l;
-	return j;
-}
-
-static json_object *jresult(const struct tc_replay_result *r, const struct tc_replay_map *m,
-			    const struct ropts *o)
-{
-	json_object *j = json_object_new_object();
-	struct figures f;
-
-	figures_of(r, &f);
-	json_object *c = json_object_new_object();
-	jadd(c, "mode", json_object_new_string(r->library ? "library" : "nbd"));
-	jadd(c, "target", o->target ? json_object_new_string(o->target) : NULL);
-	jadd(c, "devices", json_object_new_string(r->devices ? r->devices : "?"));
-	jadd(c, "driving", json_object_new_string(o->qd ? "closed-loop" : "timed"));
-	jadd(c, "speed", o->qd ? NULL : jnum(o->speed));
-	jadd(c, "queue_depth", o->qd ? ju64(o->qd) : NULL);
-	jadd(c, "warmup", ju64(o->warmup));
-	if (r->library) {
-		jadd(c, "cache_bytes", ju64(r->cache_bytes));
-		jadd(c, "cache_lines", ju64(r->cache_lines));
-		jadd(c, "line_size", ju64(r->line_size));
-		jadd(c, "fraction_of_footprint", jnum(fraction_of(r, m)));
-		jadd(c, "write_policy",
-		     json_object_new_string(tc_write_policy_name((unsigned)o->write_policy)));
-		jadd(c, "replacement",
-		     json_object_new_string(tc_replacement_name((unsigned)o->replacement)));
-		jadd(c, "seed", ju64(o->seed));
-	}
-	jadd(j, "config", c);
-
-	jadd(j, "requests", ju64(r->requests));
-	jadd(j, "reads", ju64(r->reads));
-	jadd(j, "writes", ju64(r->writes));
-	jadd(j, "read_bytes", ju64(r->read_bytes));
-	jadd(j, "write_bytes", ju64(r->write_bytes));
-	jadd(j, "errors", ju64(r->errors));
-	jadd(j, "late", ju64(r->late));
-	jadd(j, "interrupted", json_object_new_boolean(r->interrupted));
-	jadd(j, "hit_ratio", jnum(f.hit));
-	jadd(j, "read_hit_ratio", jnum(f.read_hit));
-	jadd(j, "write_hit_ratio", jnum(f.write_hit));
-	jadd(j, "byte_hit_ratio", jnum(f.byte_hit));
-	jadd(j, "read_byte_hit_ratio", jnum(f.read_byte_hit));
-	jadd(j, "write_byte_hit_ratio", jnum(f.write_byte_hit));
-	jadd(j, "line_hit_ratio", jnum(f.line_hit));
-	jadd(j, "read_line_hit_ratio", jnum(f.read_line_hit));
-	jadd(j, "write_line_hit_ratio", jnum(f.write_line_hit));
-	jadd(j, "iops", jnum(f.iops));
-	jadd(j, "throughput_bytes_per_s", jnum(f.bps));
-	jadd(j, "elapsed_s", jnum((double)r->elapsed_ns / 1e9));
-	jadd(j, "wall_s", jnum((double)r->wall_ns / 1e9));
-	jadd(j, "replay_wall_s", jnum((double)r->replay_wall_ns / 1e9));
-	jadd(j, "replay_requests_per_s", jnum(r->replay_wall_ns ? (double)r->requests /
-					      ((double)r->replay_wall_ns / 1e9) : NAN));
-
-	json_object *lat = jlat(&r->lat);
-	jadd(lat, "read", jlat(&r->lat_read));
-	jadd(lat, "write", jlat(&r->lat_write));
-	jadd(j, "latency_us", lat);
-	json_object *hist = json_object_new_array();
-	uint64_t bins[NBOUNDS + 1];
-	hist_bins(&r->lat, bins);
-	for (size_t i = 0; i <= NBOUNDS; i++) {
-		json_object *b = json_object_new_object();
-		jadd(b, "le", i < NBOUNDS ? jnum((double)hist_bounds[i] / 1e3) : NULL);
-		jadd(b, "count", ju64(bins[i]));
-		json_object_array_add(hist, b);
-	}
-	jadd(j, "latency_histogram_us", hist);
-
-	if (r->library) {
-		const struct tc_volume_stats *vs = &r->vs;
-		json_object *e = json_object_new_object();
-		jadd(e, "read_line_hits", ju64(vs->read_hits));
-		jadd(e, "read_line_partial_hits", ju64(vs->read_partial_hits));
-		jadd(e, "read_line_misses", ju64(vs->read_misses));
-		jadd(e, "write_line_hits", ju64(vs->write_hits));
-		jadd(e, "write_line_partial_hits", ju64(vs->write_partial_hits));
-		jadd(e, "write_line_misses", ju64(vs->write_misses));
-		jadd(e, "read_request_hits", ju64(r->read_hits));
-		jadd(e, "write_request_hits", ju64(r->write_hits));
-		jadd(e, "read_hit_bytes", ju64(r->read_hit_bytes));
-		jadd(e, "write_hit_bytes", ju64(r->write_hit_bytes));
-		jadd(e, "promotions", ju64(vs->promotions));
-		jadd(e, "evictions", ju64(vs->evictions));
-		jadd(e, "bypassed_seq", ju64(vs->bypassed_seq));
-		jadd(e, "bypassed_admission", ju64(vs->bypassed_admission));
-		jadd(e, "bypassed_bytes", ju64(vs->bypassed_bytes));
-		jadd(e, "cached_bytes", ju64(vs->cached_bytes));
-		jadd(e, "dirty_peak_bytes", ju64(r->dirty_peak));
-		jadd(e, "dirty_end_bytes", ju64(r->dirty_end));
-		jadd(e, "writeback_bytes", ju64(vs->writeback_bytes));
-		jadd(e, "writeback_ios", ju64(vs->writeback_ios));
-		jadd(e, "engine_errors", ju64(vs->errors));
-		jadd(j, "cache", e);
-		jadd(j, "backing_device", jdev(&r->backing));
-		jadd(j, "cache_device", jdev(&r->cache));
-	} else {
-		jadd(j, "cache", NULL);
-		jadd(j, "backing_device", NULL);
-		jadd(j, "cache_device", NULL);
-	}
-	return j;
-}
-
-/* ------------------------------------------------------------------------------------
  * The command.
  */
 
@@ -792,7 +356,7 @@ static int parse_args(int argc, char **argv, struct ropts *o)
 	enum {
 		O_FORMAT = 'f', O_QUIET = 'q', O_TVOL = 256, O_LIMIT, O_MAXBAD, O_TARGET, O_SPEED,
 		O_QD, O_MAXINF, O_WARMUP, O_CSIZE, O_CSIZES, O_LINE, O_WP, O_REPL, O_SEQ, O_DEVS,
-		O_HDD, O_SSD, O_VCAP, O_TMP, O_SEED, O_JSON,
+		O_HDD, O_SSD, O_VCAP, O_TMP, O_SEED, O_JSON, O_FILL, O_ADMIT, O_NHIT,
 	};
 	static const struct option lo[] = {
 		{ "format", required_argument, NULL, O_FORMAT },
@@ -810,6 +374,9 @@ static int parse_args(int argc, char **argv, struct ropts *o)
 		{ "write-policy", required_argument, NULL, O_WP },
 		{ "replacement", required_argument, NULL, O_REPL },
 		{ "seq-cutoff", required_argument, NULL, O_SEQ },
+		{ "fill", required_argument, NULL, O_FILL },
+		{ "admission", required_argument, NULL, O_ADMIT },
+		{ "nhit", required_argument, NULL, O_NHIT },
 		{ "devices", required_argument, NULL, O_DEVS },
 		{ "hdd-profile", required_argument, NULL, O_HDD },
 		{ "ssd-profile", required_argument, NULL, O_SSD },
@@ -830,11 +397,12 @@ static int parse_args(int argc, char **argv, struct ropts *o)
 	o->line_size = 64 * 1024;
 	o->write_policy = TC_WP_WB;
 	o->replacement = TC_REPL_S3FIFO;
-	o->devices = TC_REPLAY_DEV_EMU;
+	o->fill = o->admission = -1;
+	o->devices = REPLAY_DEV_EMU;
 	o->volume_cap = 8ull << 40;
 	o->seed = 1;
 	o->nsizes = 1;
-	o->sizes[0] = (struct cache_size){ .pct = true, .fraction = 0.10, .text = "10%" };
+	o->sizes[0] = (struct mrc_size){ .pct = true, .fraction = 0.10, .text = "10%" };
 
 	optind = 1;
 	opterr = 0;
@@ -843,10 +411,10 @@ static int parse_args(int argc, char **argv, struct ropts *o)
 		case 'h':
 			return cli_help(replay_help) == 0 ? 1 : -1;
 		case O_FORMAT:
-			o->fmt = tc_trace_fmt_parse(optarg);
+			o->fmt = trace_fmt_parse(optarg);
 			if (o->fmt < 0)
 				return cli_usage("--format: \"%s\" is not one of %s", optarg,
-						 tc_trace_fmt_list()), -1;
+						 trace_fmt_list()), -1;
 			break;
 		case O_TVOL:
 			if (!*optarg)
@@ -931,6 +499,25 @@ static int parse_args(int argc, char **argv, struct ropts *o)
 						 optarg), -1;
 			o->replacement = r;
 			break;
+		case O_FILL:
+			r = tc_fill_parse(optarg);
+			if (r < 0)
+				return cli_usage("--fill: \"%s\" is neither sectors nor line", optarg),
+				       -1;
+			o->fill = r;
+			break;
+		case O_ADMIT:
+			r = tc_admission_parse(optarg);
+			if (r < 0)
+				return cli_usage("--admission: \"%s\" is neither always nor nhit",
+						 optarg), -1;
+			o->admission = r;
+			break;
+		case O_NHIT:
+			if (cli_uint("--nhit", optarg, 1, 255, &v))
+				return -1;
+			o->nhit = (uint32_t)v;
+			break;
 		case O_SEQ:
 			if (cli_size("--seq-cutoff", optarg, &o->seq_cutoff))
 				return -1;
@@ -943,11 +530,11 @@ static int parse_args(int argc, char **argv, struct ropts *o)
 			break;
 		case O_DEVS:
 			if (!strcmp(optarg, "emu"))
-				o->devices = TC_REPLAY_DEV_EMU;
+				o->devices = REPLAY_DEV_EMU;
 			else if (!strcmp(optarg, "file"))
-				o->devices = TC_REPLAY_DEV_FILE;
+				o->devices = REPLAY_DEV_FILE;
 			else if (!strcmp(optarg, "memory"))
-				o->devices = TC_REPLAY_DEV_MEMORY;
+				o->devices = REPLAY_DEV_MEMORY;
 			else
 				return cli_usage("--devices: \"%s\" is not one of emu, file, memory",
 						 optarg), -1;
@@ -989,7 +576,7 @@ static int parse_args(int argc, char **argv, struct ropts *o)
 		return cli_usage("one trace file only; unexpected \"%s\"", argv[optind + 1]), -1;
 	o->trace = argv[optind];
 	if (o->fmt < 0)
-		return cli_usage("--format is required (one of %s)", tc_trace_fmt_list()), -1;
+		return cli_usage("--format is required (one of %s)", trace_fmt_list()), -1;
 	if (o->qd && speed_set)
 		return cli_usage("--speed is for timed replay; --queue-depth replays in a closed "
 				 "loop and ignores the timestamps"), -1;
@@ -999,23 +586,46 @@ static int parse_args(int argc, char **argv, struct ropts *o)
 	return 0;
 }
 
-/* The cache bytes for size @cs of a trace with footprint @fp (bytes). */
-static uint64_t cache_bytes_of(const struct cache_size *cs, uint64_t fp)
+/* Around each run: the progress bar, and the warning when emulated devices are not
+ * available. */
+struct hooks {
+	bool tty, mrc, warned;
+	char label[64];
+	struct bar bar;
+	enum replay_devices devices;   /* of the last run, as it ended */
+};
+
+static void hook_before(void *opaque, const struct mrc_size *s, struct replay_opts *ro)
 {
-	if (!cs->pct)
-		return cs->bytes;
-	double b = cs->fraction * (double)fp;
-	return b < 1 ? 1 : (uint64_t)ceil(b);
+	struct hooks *k = opaque;
+
+	snprintf(k->label, sizeof(k->label), "replay%s%s", k->mrc ? " " : "",
+		 k->mrc ? s->text : "");
+	k->bar = (struct bar){ .on = k->tty, .label = k->label };
+	ro->progress = bar_draw;
+	ro->progress_opaque = &k->bar;
+}
+
+static void hook_after(void *opaque, const struct mrc_size *s, const struct replay_opts *ro,
+		       int r)
+{
+	struct hooks *k = opaque;
+
+	bar_clear(&k->bar);
+	if (ro->fallback_file && !k->warned) {
+		cli_warn("emulated devices are not available in this build; replaying on "
+			 "file devices, which take no time: latencies are 0 and IOPS n/a");
+		k->warned = true;
+	}
+	k->devices = ro->devices;
 }
 
 int cmd_replay(int argc, char **argv)
 {
 	struct ropts o = { 0 };
-	struct tc_trace *t = NULL;
-	struct tc_replay_map m = { 0 };
-	struct tc_replay_nbd *nbd = NULL;
-	struct tc_replay_result *res = NULL;
-	json_object *jruns = NULL;
+	struct trace *t = NULL;
+	struct replay_map m = { 0 };
+	struct replay_nbd *nbd = NULL;
 	char err[1024], dir[4096] = "";
 	int rc = TC_EXIT_FAIL, r;
 
@@ -1029,7 +639,7 @@ int cmd_replay(int argc, char **argv)
 	sigaction(SIGINT, &sa, &old_int);
 	sigaction(SIGTERM, &sa, &old_term);
 
-	r = tc_trace_load(o.trace, (enum tc_trace_fmt)o.fmt, &o.topts, &t, err, sizeof(err));
+	r = trace_load(o.trace, (enum trace_fmt)o.fmt, &o.topts, &t, err, sizeof(err));
 	if (r) {
 		cli_err("%s", err);
 		goto out;
@@ -1040,7 +650,7 @@ int cmd_replay(int argc, char **argv)
 	uint64_t capacity = o.volume_cap - TC_BACKING_DATA_OFFSET;
 	if (o.target) {
 		bool ro = false;
-		r = tc_replay_nbd_connect(o.target, &nbd, &capacity, &ro, err, sizeof(err));
+		r = replay_nbd_connect(o.target, &nbd, &capacity, &ro, err, sizeof(err));
 		if (r) {
 			cli_err("%s", err);
 			goto out;
@@ -1051,7 +661,7 @@ int cmd_replay(int argc, char **argv)
 			goto out;
 		}
 	}
-	r = tc_replay_map_build(t, capacity, &m, err, sizeof(err));
+	r = replay_map_build(t, capacity, &m, err, sizeof(err));
 	if (r) {
 		cli_err("%s", err);
 		goto out;
@@ -1072,139 +682,50 @@ int cmd_replay(int argc, char **argv)
 		}
 	}
 
-	res = malloc(sizeof(*res));
-	if (!res) {
-		cli_err("out of memory");
-		goto out;
-	}
-	jruns = json_object_new_array();
-	json_object *jmrc = json_object_new_array();
-	json_object *layout = NULL;
-	json_object *jt = jtrace(t, &m, &o, &layout);
-	bool tty = !o.quiet && cli_isatty_err();
-	bool warned = false;
-	if (!o.json && !o.mrc)
-		print_trace(t, &m, &o);
+	struct replay_opts ro;
+	replay_opts_default(&ro);
+	ro.nbd = nbd;
+	ro.devices = o.devices;
+	ro.hdd_profile = o.hdd_profile;
+	ro.ssd_profile = o.ssd_profile;
+	ro.dir = dir;
+	ro.cache.line_size = o.line_size;
+	ro.cache.replacement = (uint8_t)o.replacement;
+	ro.settings.write_policy = (uint8_t)o.write_policy;
+	if (o.fill >= 0)
+		ro.settings.fill = (uint8_t)o.fill;
+	if (o.admission >= 0)
+		ro.settings.admission = (uint8_t)o.admission;
+	if (o.nhit)
+		ro.settings.nhit = o.nhit;
+	if (o.seq_cutoff_set)
+		ro.settings.seq_cutoff = o.seq_cutoff;
+	ro.seed = o.seed;
+	ro.log = log_sink;
+	ro.queue_depth = o.qd;
+	ro.speed = o.speed;
+	ro.max_inflight = o.max_inflight;
+	ro.warmup = o.warmup;
+	ro.stop = &stop_flag;
+	struct report_cfg cfg = { .ro = &ro, .target = o.target, .trace_volume = o.topts.volume };
+	struct hooks k = { .tty = !o.quiet && cli_isatty_err(), .mrc = o.mrc };
+	struct mrc_hooks h = { .before = hook_before, .after = hook_after, .opaque = &k };
 
-	if (o.mrc && !o.json) {
-		print_trace(t, &m, &o);
-		printf("\nmiss-ratio curve (%s, %s, %s lines; miss = 1 - hit)\n",
-		       tc_write_policy_name((unsigned)o.write_policy),
-		       tc_replacement_name((unsigned)o.replacement),
-		       cli_human(o.line_size, err, sizeof(err)));
-		printf("  %-8s %12s %8s %9s %10s %10s %10s %10s\n", "size", "cache", "of fp",
-		       "miss", "read miss", "byte miss", "line miss", "p99 lat");
-		fflush(stdout);
+	r = mrc_run(t, &m, &cfg, o.sizes, o.nsizes, o.mrc, o.json, &h, err, sizeof(err));
+	if (r == -EINTR) {
+		cli_err("interrupted%s", o.json ? "" : ": the figures cover what ran");
+	} else if (r == -ENOENT && k.devices == REPLAY_DEV_EMU) {
+		cli_err("%s (profiles are looked up in $TC_PROFILE_DIR; or give "
+			"--hdd-profile/--ssd-profile a path, or --devices file)", err);
+	} else if (r) {
+		cli_err("%s", err);
+	} else {
+		rc = TC_EXIT_OK;
 	}
-	rc = TC_EXIT_OK;
-	for (int i = 0; i < o.nsizes; i++) {
-		struct tc_replay_opts ro;
-		char label[64], h[32];
-		tc_replay_opts_default(&ro);
-		ro.nbd = nbd;
-		ro.devices = o.devices;
-		ro.hdd_profile = o.hdd_profile;
-		ro.ssd_profile = o.ssd_profile;
-		ro.dir = dir;
-		ro.cache_bytes = cache_bytes_of(&o.sizes[i], m.footprint);
-		ro.cache.line_size = o.line_size;
-		ro.cache.replacement = (uint8_t)o.replacement;
-		ro.settings.write_policy = (uint8_t)o.write_policy;
-		if (o.seq_cutoff_set)
-			ro.settings.seq_cutoff = o.seq_cutoff;
-		ro.seed = o.seed;
-		ro.log = log_sink;
-		ro.queue_depth = o.qd;
-		ro.speed = o.speed;
-		ro.max_inflight = o.max_inflight;
-		ro.warmup = o.warmup;
-		ro.stop = &stop_flag;
-		snprintf(label, sizeof(label), "replay%s%s", o.mrc ? " " : "",
-			 o.mrc ? o.sizes[i].text : "");
-		struct bar bar = { .on = tty, .label = label };
-		ro.progress = bar_draw;
-		ro.progress_opaque = &bar;
-
-		r = tc_replay_run(t, &m, &ro, res, err, sizeof(err));
-		bar_clear(&bar);
-		if (ro.fallback_file && !warned) {
-			cli_warn("emulated devices are not available in this build; replaying on "
-				 "file devices, which take no time: latencies are 0 and IOPS n/a");
-			warned = true;
-		}
-		if (r && r != -EINTR) {
-			if (r == -ENOENT && ro.devices == TC_REPLAY_DEV_EMU)
-				cli_err("%s (profiles are looked up in $TC_PROFILE_DIR; or give "
-					"--hdd-profile/--ssd-profile a path, or --devices file)", err);
-			else
-				cli_err("%s", err);
-			rc = TC_EXIT_FAIL;
-			break;
-		}
-		json_object *jr = jresult(res, &m, &o);
-		if (o.mrc) {
-			struct figures f;
-			figures_of(res, &f);
-			json_object *pt = json_object_new_object();
-			jadd(pt, "size", json_object_new_string(o.sizes[i].text));
-			jadd(pt, "cache_bytes", ju64(res->cache_bytes));
-			jadd(pt, "fraction_of_footprint", jnum(fraction_of(res, &m)));
-			jadd(pt, "miss_ratio", jnum(1 - f.hit));
-			jadd(pt, "read_miss_ratio", jnum(1 - f.read_hit));
-			jadd(pt, "byte_miss_ratio", jnum(1 - f.byte_hit));
-			jadd(pt, "line_miss_ratio", jnum(1 - f.line_hit));
-			jadd(pt, "p99_latency_us", res->lat.count ?
-			     jnum((double)tc_hist_percentile(&res->lat, 99) / 1e3) : NULL);
-			json_object_array_add(jmrc, pt);
-			if (!o.json) {
-				char a[5][16], l[24];
-				printf("  %-8s %12s %7.1f%% %9s %10s %10s %10s %10s\n", o.sizes[i].text,
-				       cli_human(res->cache_bytes, h, sizeof(h)),
-				       100 * fraction_of(res, &m), ratio_text(1 - f.hit, a[0], 16),
-				       ratio_text(1 - f.read_hit, a[1], 16),
-				       ratio_text(1 - f.byte_hit, a[2], 16),
-				       ratio_text(1 - f.line_hit, a[3], 16),
-				       res->lat.count ? us_text(tc_hist_percentile(&res->lat, 99), l,
-								sizeof(l)) : "-");
-				fflush(stdout);
-			}
-		} else if (!o.json) {
-			print_result(res, &m, &o);
-		}
-		json_object_array_add(jruns, jr);
-		if (r == -EINTR) {
-			cli_err("interrupted%s", o.json ? "" : ": the figures cover what ran");
-			rc = TC_EXIT_FAIL;
-			break;
-		}
-	}
-
-	if (o.json && json_object_array_length(jruns) > 0) {
-		json_object *top;
-		if (o.mrc) {
-			top = json_object_new_object();
-			jadd(top, "trace", json_object_get(jt));
-			jadd(top, "layout", json_object_get(layout));
-			jadd(top, "runs", json_object_get(jruns));
-			jadd(top, "mrc", json_object_get(jmrc));
-		} else {
-			top = json_object_get(json_object_array_get_idx(jruns, 0));
-			jadd(top, "trace", json_object_get(jt));
-			jadd(top, "layout", json_object_get(layout));
-		}
-		printf("%s\n", json_object_to_json_string_ext(top, JSON_C_TO_STRING_PRETTY |
-							      JSON_C_TO_STRING_NOSLASHESCAPE));
-		json_object_put(top);
-	}
-	json_object_put(jt);
-	json_object_put(layout);
-	json_object_put(jmrc);
 out:
-	json_object_put(jruns);
-	free(res);
-	tc_replay_nbd_close(nbd);
-	tc_replay_map_free(&m);
-	tc_trace_free(t);
+	replay_nbd_close(nbd);
+	replay_map_free(&m);
+	trace_free(t);
 	if (dir[0] && rmdir(dir) && errno != ENOENT)
 		cli_warn("cannot remove the temporary folder %s: %s", dir, strerror(errno));
 	sigaction(SIGINT, &old_int, NULL);

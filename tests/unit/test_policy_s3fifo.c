@@ -23,7 +23,7 @@
 #include <cmocka.h>
 #include "tiercache.h"
 #include "policy.h"
-#include "bench/rstream.h"
+#include "replay/rstream.h"
 
 /* Inspection hooks exported by policy_s3fifo.c for tests (not in policy.h). */
 int tc_repl_s3fifo_slot(struct tc_repl *r, uint32_t slot, unsigned *freq);
@@ -665,12 +665,12 @@ static void trace_path(char *out, size_t size)
 
 /* read_rec - the next @len bytes of @s into @rec: true if they were all there, false at
  * the end of the data; a read error or a partial record fails the test. */
-static bool read_rec(struct tc_rstream *s, const char *path, uint8_t *rec, size_t len)
+static bool read_rec(struct rstream *s, const char *path, uint8_t *rec, size_t len)
 {
-	ssize_t got = tc_rstream_read(s, rec, len);
+	ssize_t got = rstream_read(s, rec, len);
 
 	if (got < 0)
-		fail_msg("trace %s: %s", path, tc_rstream_error(s));
+		fail_msg("trace %s: %s", path, rstream_error(s));
 	if (got != 0 && (size_t)got != len)
 		fail_msg("trace %s: a partial record of %zd bytes at the end (records are %zu)",
 			 path, got, len);
@@ -687,12 +687,12 @@ struct page_trace {
  * request into the 4 KiB pages it touches. */
 static void load_trace(const char *path, struct page_trace *t)
 {
-	struct tc_rstream *s;
+	struct rstream *s;
 	char err[512];
 	uint8_t rec[40];
 	size_t reclen = 32, cap = 1u << 21;
 	unsigned version = 1;
-	int r = tc_rstream_open(path, &s, err, sizeof(err));
+	int r = rstream_open(path, &s, err, sizeof(err));
 
 	if (r)
 		fail_msg("%s", err);
@@ -708,7 +708,7 @@ static void load_trace(const char *path, struct page_trace *t)
 				 (unsigned)le(rec + 2, 2));
 		version = 2;
 		reclen = 40;
-		if (tc_rstream_read(s, rec + 32, 8) != 8)
+		if (rstream_read(s, rec + 32, 8) != 8)
 			fail_msg("trace %s: the first VSCSI v2 record is cut short", path);
 	}
 	/* rec holds the first record; each turn handles one and reads the next. */
@@ -738,7 +738,7 @@ static void load_trace(const char *path, struct page_trace *t)
 				t->max_page = (uint32_t)p;
 		}
 	} while (read_rec(s, path, rec, reclen));
-	tc_rstream_close(s);
+	rstream_close(s);
 }
 
 static double replay(const struct tc_repl_ops *ops, const struct page_trace *t)

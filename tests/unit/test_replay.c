@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * test_replay.c - the replay engine of src/bench/replay.c on a six-request trace whose
+ * test_replay.c - the replay engine of src/replay/replay.c on a six-request trace whose
  * every hit and miss is known: request and byte hits, the engine's line counters,
  * warm-up, closed loop against timed, memory devices (no service time: zero latency)
  * and emulated devices (hits faster than misses, the same seed the same figures,
@@ -18,8 +18,8 @@
 #include <unistd.h>
 #include <cmocka.h>
 
-#include "bench/replay.h"
-#include "bench/trace.h"
+#include "replay/replay.h"
+#include "replay/trace.h"
 #include "helpers.h"
 
 static char dir[PATH_MAX];
@@ -40,8 +40,8 @@ static const char trace_text[] =
 	"4000000 0 256 8 1\n"
 	"5000000 0 2048 16 1\n";
 
-static struct tc_trace *trace;
-static struct tc_replay_map map;
+static struct trace *trace;
+static struct replay_map map;
 
 static int setup_all(void **state)
 {
@@ -53,8 +53,8 @@ static int setup_all(void **state)
 	FILE *f = fopen(path, "w");
 	if (!f || fputs(trace_text, f) < 0 || fclose(f))
 		return -1;
-	if (tc_trace_load(path, TC_TRACE_MQSIM, NULL, &trace, err, sizeof(err)) ||
-	    tc_replay_map_build(trace, 1ull << 30, &map, err, sizeof(err))) {
+	if (trace_load(path, TRACE_MQSIM, NULL, &trace, err, sizeof(err)) ||
+	    replay_map_build(trace, 1ull << 30, &map, err, sizeof(err))) {
 		fprintf(stderr, "%s\n", err);
 		return -1;
 	}
@@ -64,8 +64,8 @@ static int setup_all(void **state)
 
 static int teardown_all(void **state)
 {
-	tc_replay_map_free(&map);
-	tc_trace_free(trace);
+	replay_map_free(&map);
+	trace_free(trace);
 	return rmdir(dir);
 }
 
@@ -75,15 +75,15 @@ static void log_quiet(void *opaque, enum tc_log_level level, const char *msg)
 		fprintf(stderr, "test_replay: %s\n", msg);
 }
 
-static struct tc_replay_result *run(enum tc_replay_devices devs, unsigned qd, uint64_t warmup,
+static struct replay_result *run(enum replay_devices devs, unsigned qd, uint64_t warmup,
 				    double speed)
 {
-	struct tc_replay_result *res = malloc(sizeof(*res));
-	struct tc_replay_opts o;
+	struct replay_result *res = malloc(sizeof(*res));
+	struct replay_opts o;
 	char err[512];
 
 	assert_non_null(res);
-	tc_replay_opts_default(&o);
+	replay_opts_default(&o);
 	o.devices = devs;
 	o.dir = dir;
 	o.cache_bytes = 1;                  /* the minimum: 16 lines */
@@ -91,9 +91,9 @@ static struct tc_replay_result *run(enum tc_replay_devices devs, unsigned qd, ui
 	o.warmup = warmup;
 	o.speed = speed;
 	o.log = log_quiet;
-	int r = tc_replay_run(trace, &map, &o, res, err, sizeof(err));
+	int r = replay_run(trace, &map, &o, res, err, sizeof(err));
 	if (r)
-		fail_msg("tc_replay_run: %d: %s", r, err);
+		fail_msg("replay_run: %d: %s", r, err);
 	assert_false(o.fallback_file);
 	/* The device files are gone. */
 	char p[PATH_MAX + 32];
@@ -102,7 +102,7 @@ static struct tc_replay_result *run(enum tc_replay_devices devs, unsigned qd, ui
 	return res;
 }
 
-static void check_hits(const struct tc_replay_result *r)
+static void check_hits(const struct replay_result *r)
 {
 	assert_true(r->library);
 	assert_int_equal(r->requests, 6);
@@ -129,7 +129,7 @@ static void check_hits(const struct tc_replay_result *r)
 
 static void test_memory_timed(void **state)
 {
-	struct tc_replay_result *r = run(TC_REPLAY_DEV_MEMORY, 0, 0, 1);
+	struct replay_result *r = run(REPLAY_DEV_MEMORY, 0, 0, 1);
 
 	check_hits(r);
 	assert_string_equal(r->devices, "memory");
@@ -142,7 +142,7 @@ static void test_memory_timed(void **state)
 
 static void test_memory_closed_loop(void **state)
 {
-	struct tc_replay_result *r = run(TC_REPLAY_DEV_MEMORY, 1, 0, 1);
+	struct replay_result *r = run(REPLAY_DEV_MEMORY, 1, 0, 1);
 
 	check_hits(r);                      /* QD 1: the same order, the same hits */
 	assert_int_equal(r->elapsed_ns, 0);
@@ -151,7 +151,7 @@ static void test_memory_closed_loop(void **state)
 
 static void test_warmup(void **state)
 {
-	struct tc_replay_result *r = run(TC_REPLAY_DEV_MEMORY, 0, 2, 1);
+	struct replay_result *r = run(REPLAY_DEV_MEMORY, 0, 2, 1);
 
 	/* Requests 3-6 measured: read hit, write miss, read hit, read miss. */
 	assert_int_equal(r->requests, 4);
@@ -169,7 +169,7 @@ static void test_emulated(void **state)
 {
 	/* At speed 1 the requests come 1 ms apart, faster than an HDD miss: the reads
 	 * of line 0 that arrive while it is being filled are misses. */
-	struct tc_replay_result *f = run(TC_REPLAY_DEV_EMU, 0, 0, 1);
+	struct replay_result *f = run(REPLAY_DEV_EMU, 0, 0, 1);
 	if (strcmp(f->devices, "emu")) {
 		free(f);
 		skip();
@@ -179,7 +179,7 @@ static void test_emulated(void **state)
 	free(f);
 
 	/* At 1/100 speed, 100 ms apart, each one finds the previous done. */
-	struct tc_replay_result *a = run(TC_REPLAY_DEV_EMU, 0, 0, 0.01);
+	struct replay_result *a = run(REPLAY_DEV_EMU, 0, 0, 0.01);
 	check_hits(a);
 	/* An SSD hit is faster than an HDD miss; misses take milliseconds. */
 	assert_true(a->lat_read.min > 0);
@@ -187,13 +187,13 @@ static void test_emulated(void **state)
 	assert_true(a->lat_read.max > 1000000);
 	assert_true(a->elapsed_ns >= 500000000ull);
 	/* Deterministic. */
-	struct tc_replay_result *b = run(TC_REPLAY_DEV_EMU, 0, 0, 0.01);
+	struct replay_result *b = run(REPLAY_DEV_EMU, 0, 0, 0.01);
 	assert_int_equal(a->elapsed_ns, b->elapsed_ns);
 	assert_int_equal(a->lat.max, b->lat.max);
 	assert_int_equal(a->lat.min, b->lat.min);
 	assert_true(a->lat.sum == b->lat.sum);
 	/* Closed loop at QD 1: the six requests back to back. */
-	struct tc_replay_result *c = run(TC_REPLAY_DEV_EMU, 1, 0, 1);
+	struct replay_result *c = run(REPLAY_DEV_EMU, 1, 0, 1);
 	check_hits(c);
 	assert_true(c->elapsed_ns > 0 && c->elapsed_ns <= a->elapsed_ns);
 	free(a);
@@ -203,23 +203,23 @@ static void test_emulated(void **state)
 
 static void test_stop(void **state)
 {
-	struct tc_replay_result *res = malloc(sizeof(*res));
-	struct tc_replay_opts o;
+	struct replay_result *res = malloc(sizeof(*res));
+	struct replay_opts o;
 	volatile sig_atomic_t stop = 1;
 	char err[256];
 
 	assert_non_null(res);
-	tc_replay_opts_default(&o);
-	o.devices = TC_REPLAY_DEV_MEMORY;
+	replay_opts_default(&o);
+	o.devices = REPLAY_DEV_MEMORY;
 	o.cache_bytes = 1;
 	o.log = log_quiet;
 	o.stop = &stop;
-	assert_int_equal(tc_replay_run(trace, &map, &o, res, err, sizeof(err)), -EINTR);
+	assert_int_equal(replay_run(trace, &map, &o, res, err, sizeof(err)), -EINTR);
 	assert_true(res->interrupted);
 	assert_int_equal(res->requests, 0);
 	o.stop = NULL;
 	o.speed = 0;
-	assert_int_equal(tc_replay_run(trace, &map, &o, res, err, sizeof(err)), -EINVAL);
+	assert_int_equal(replay_run(trace, &map, &o, res, err, sizeof(err)), -EINVAL);
 	assert_non_null(strstr(err, "speed"));
 	free(res);
 }

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * test_trace.c - the trace readers of src/bench/trace.c and rstream.c, and the layout
- * of src/bench/replay.c: every format read from a hand-written fixture
+ * test_trace.c - the trace readers of src/replay/trace.c and rstream.c, and the layout
+ * of src/replay/replay.c: every format read from a hand-written fixture
  * (tests/fixtures/traces/, made from the formats of traces/README.md) with every field of
  * every request checked; the same fixtures gzip-, bzip2-, xz- and zstd-compressed
  * here through the libraries (also as concatenated streams, and truncated); VSCSI v1
@@ -25,9 +25,9 @@
 #include <zstd.h>
 #include <cmocka.h>
 
-#include "bench/replay.h"
-#include "bench/rstream.h"
-#include "bench/trace.h"
+#include "replay/replay.h"
+#include "replay/rstream.h"
+#include "replay/trace.h"
 #include "helpers.h"
 
 static char fixtures[PATH_MAX];
@@ -110,12 +110,12 @@ static void spit(const char *path, const void *buf, size_t len)
 	assert_int_equal(fclose(f), 0);
 }
 
-static struct tc_trace *load_ok(const char *path, enum tc_trace_fmt fmt,
-				const struct tc_trace_opts *o)
+static struct trace *load_ok(const char *path, enum trace_fmt fmt,
+				const struct trace_opts *o)
 {
-	struct tc_trace *t = NULL;
+	struct trace *t = NULL;
 	char err[512];
-	int r = tc_trace_load(path, fmt, o, &t, err, sizeof(err));
+	int r = trace_load(path, fmt, o, &t, err, sizeof(err));
 
 	if (r)
 		fail_msg("%s: %d: %s", path, r, err);
@@ -123,11 +123,11 @@ static struct tc_trace *load_ok(const char *path, enum tc_trace_fmt fmt,
 	return t;
 }
 
-static void check_req(const struct tc_trace *t, size_t i, uint64_t t_ns, const char *vol,
+static void check_req(const struct trace *t, size_t i, uint64_t t_ns, const char *vol,
 		      bool write, uint64_t off, uint32_t len)
 {
 	assert_true(i < t->n);
-	const struct tc_trace_req *r = &t->req[i];
+	const struct trace_req *r = &t->req[i];
 	assert_int_equal(r->t_ns, t_ns);
 	assert_string_equal(t->vols[r->vol].name, vol);
 	assert_int_equal(r->write, write);
@@ -139,9 +139,9 @@ static void check_req(const struct tc_trace *t, size_t i, uint64_t t_ns, const c
  * Each text format, every field.
  */
 
-static void check_libcachesim(const struct tc_trace *t)
+static void check_libcachesim(const struct trace *t)
 {
-	assert_int_equal(t->fmt, TC_TRACE_LCS_CSV);
+	assert_int_equal(t->fmt, TRACE_LCS_CSV);
 	assert_int_equal(t->n, 4);
 	assert_int_equal(t->records, 6);
 	assert_int_equal(t->skipped_op, 1);       /* 0x35 SYNCHRONIZE CACHE */
@@ -160,7 +160,7 @@ static void check_libcachesim(const struct tc_trace *t)
 	assert_int_equal(t->t0_ns, 100000000000ull);
 }
 
-static void check_msr(const struct tc_trace *t)
+static void check_msr(const struct trace *t)
 {
 	assert_int_equal(t->n, 4);
 	assert_int_equal(t->nvols, 2);
@@ -177,7 +177,7 @@ static void check_msr(const struct tc_trace *t)
 	assert_int_equal(t->vols[1].max_end, 1234567680ull + 8192);
 }
 
-static void check_systor(const struct tc_trace *t)
+static void check_systor(const struct trace *t)
 {
 	/* File order .133076 .126285 .127398 .135954 .2: sorted when read. */
 	assert_true(t->sorted);
@@ -195,7 +195,7 @@ static void check_systor(const struct tc_trace *t)
 	assert_int_equal(t->duration_ns, 73715000);
 }
 
-static void check_tencent(const struct tc_trace *t)
+static void check_tencent(const struct trace *t)
 {
 	assert_int_equal(t->n, 4);
 	assert_int_equal(t->records, 5);
@@ -209,7 +209,7 @@ static void check_tencent(const struct tc_trace *t)
 	assert_int_equal(t->vols[1].kept, 2);
 }
 
-static void check_mqsim(const struct tc_trace *t)
+static void check_mqsim(const struct trace *t)
 {
 	assert_int_equal(t->n, 3);
 	assert_int_equal(t->skipped_op, 1);
@@ -219,7 +219,7 @@ static void check_mqsim(const struct tc_trace *t)
 	check_req(t, 2, 431000, "4", false, 93230992ull * 512, 16384);
 }
 
-static void check_alibaba(const struct tc_trace *t)
+static void check_alibaba(const struct trace *t)
 {
 	assert_int_equal(t->n, 3);
 	assert_int_equal(t->nvols, 2);
@@ -231,28 +231,28 @@ static void check_alibaba(const struct tc_trace *t)
 
 struct fmt_case {
 	const char *file;
-	enum tc_trace_fmt fmt;
-	void (*check)(const struct tc_trace *t);
+	enum trace_fmt fmt;
+	void (*check)(const struct trace *t);
 };
 
 static const struct fmt_case cases[] = {
-	{ "libcachesim.csv", TC_TRACE_LCS_CSV, check_libcachesim },
-	{ "msr.csv", TC_TRACE_MSR, check_msr },
-	{ "systor.csv", TC_TRACE_SYSTOR, check_systor },
-	{ "tencent.csv", TC_TRACE_TENCENT, check_tencent },
-	{ "mqsim.trace", TC_TRACE_MQSIM, check_mqsim },
-	{ "alibaba.csv", TC_TRACE_ALIBABA, check_alibaba },
+	{ "libcachesim.csv", TRACE_LCS_CSV, check_libcachesim },
+	{ "msr.csv", TRACE_MSR, check_msr },
+	{ "systor.csv", TRACE_SYSTOR, check_systor },
+	{ "tencent.csv", TRACE_TENCENT, check_tencent },
+	{ "mqsim.trace", TRACE_MQSIM, check_mqsim },
+	{ "alibaba.csv", TRACE_ALIBABA, check_alibaba },
 };
 #define NCASES (sizeof(cases) / sizeof(cases[0]))
 
 static void test_text_formats(void **state)
 {
 	for (size_t i = 0; i < NCASES; i++) {
-		struct tc_trace *t = load_ok(fixture(cases[i].file), cases[i].fmt, NULL);
-		assert_int_equal(t->comp, TC_COMP_NONE);
+		struct trace *t = load_ok(fixture(cases[i].file), cases[i].fmt, NULL);
+		assert_int_equal(t->comp, RSTREAM_COMP_NONE);
 		assert_int_equal(t->bad, 0);
 		cases[i].check(t);
-		tc_trace_free(t);
+		trace_free(t);
 	}
 }
 
@@ -260,14 +260,14 @@ static void test_format_names(void **state)
 {
 	static const char *names[] = { "vscsi", "libcachesim-csv", "msr", "systor", "tencent",
 				       "mqsim", "alibaba" };
-	for (int i = 0; i < TC_TRACE__COUNT; i++) {
-		assert_int_equal(tc_trace_fmt_parse(names[i]), i);
-		assert_string_equal(tc_trace_fmt_name((enum tc_trace_fmt)i), names[i]);
-		assert_non_null(strstr(tc_trace_fmt_list(), names[i]));
+	for (int i = 0; i < TRACE__COUNT; i++) {
+		assert_int_equal(trace_fmt_parse(names[i]), i);
+		assert_string_equal(trace_fmt_name((enum trace_fmt)i), names[i]);
+		assert_non_null(strstr(trace_fmt_list(), names[i]));
 	}
-	assert_int_equal(tc_trace_fmt_parse("csv"), -EINVAL);
-	assert_int_equal(tc_trace_fmt_parse("VSCSI"), -EINVAL);
-	assert_int_equal(tc_trace_fmt_parse(""), -EINVAL);
+	assert_int_equal(trace_fmt_parse("csv"), -EINVAL);
+	assert_int_equal(trace_fmt_parse("VSCSI"), -EINVAL);
+	assert_int_equal(trace_fmt_parse(""), -EINVAL);
 }
 
 /* ------------------------------------------------------------------------------------
@@ -354,13 +354,13 @@ typedef void (*compress_fn)(const char *path, const void *buf, size_t len, int p
 
 static const struct {
 	const char *ext;
-	enum tc_comp comp;
+	enum rstream_comp comp;
 	compress_fn fn;
 } comps[] = {
-	{ "gz", TC_COMP_GZIP, gzip_file },
-	{ "bz2", TC_COMP_BZIP2, bzip2_file },
-	{ "xz", TC_COMP_XZ, xz_file },
-	{ "zst", TC_COMP_ZSTD, zstd_file },
+	{ "gz", RSTREAM_COMP_GZIP, gzip_file },
+	{ "bz2", RSTREAM_COMP_BZIP2, bzip2_file },
+	{ "xz", RSTREAM_COMP_XZ, xz_file },
+	{ "zst", RSTREAM_COMP_ZSTD, zstd_file },
 };
 #define NCOMPS (sizeof(comps) / sizeof(comps[0]))
 
@@ -374,10 +374,10 @@ static void test_compressed(void **state)
 				/* A name that says nothing: detection is by magic bytes. */
 				char *path = tmp_path("trace.dat");
 				comps[c].fn(path, plain, len, parts);
-				struct tc_trace *t = load_ok(path, cases[i].fmt, NULL);
+				struct trace *t = load_ok(path, cases[i].fmt, NULL);
 				assert_int_equal(t->comp, comps[c].comp);
 				cases[i].check(t);
-				tc_trace_free(t);
+				trace_free(t);
 			}
 		}
 		free(plain);
@@ -396,9 +396,9 @@ static void test_truncated(void **state)
 		size_t clen;
 		unsigned char *cbuf = slurp(path, &clen);
 		spit(path, cbuf, clen - 8);               /* drop the trailer / checksum */
-		struct tc_trace *t = NULL;
+		struct trace *t = NULL;
 		char err[512] = "";
-		int r = tc_trace_load(path, TC_TRACE_SYSTOR, NULL, &t, err, sizeof(err));
+		int r = trace_load(path, TRACE_SYSTOR, NULL, &t, err, sizeof(err));
 		assert_true(r == -EBADMSG);
 		assert_null(t);
 		assert_non_null(strstr(err, path));
@@ -406,7 +406,7 @@ static void test_truncated(void **state)
 		for (size_t k = clen / 2; k < clen / 2 + 8 && k < clen; k++)
 			cbuf[k] ^= 0x5a;
 		spit(path, cbuf, clen);
-		r = tc_trace_load(path, TC_TRACE_SYSTOR, NULL, &t, err, sizeof(err));
+		r = trace_load(path, TRACE_SYSTOR, NULL, &t, err, sizeof(err));
 		assert_true(r == -EBADMSG || r == -EINVAL);  /* or a mangled line */
 		assert_null(t);
 		free(cbuf);
@@ -423,15 +423,15 @@ static void test_comp_detect(void **state)
 	static const unsigned char zs[] = { 0x28, 0xb5, 0x2f, 0xfd };
 	static const unsigned char txt[] = "1,2,3";
 
-	assert_int_equal(tc_comp_detect(gz, sizeof(gz)), TC_COMP_GZIP);
-	assert_int_equal(tc_comp_detect(bz, sizeof(bz)), TC_COMP_BZIP2);
-	assert_int_equal(tc_comp_detect(bz_bad, sizeof(bz_bad)), TC_COMP_NONE);
-	assert_int_equal(tc_comp_detect(xz, sizeof(xz)), TC_COMP_XZ);
-	assert_int_equal(tc_comp_detect(xz, 5), TC_COMP_NONE);
-	assert_int_equal(tc_comp_detect(zs, sizeof(zs)), TC_COMP_ZSTD);
-	assert_int_equal(tc_comp_detect(txt, 5), TC_COMP_NONE);
-	assert_int_equal(tc_comp_detect(gz, 1), TC_COMP_NONE);
-	assert_string_equal(tc_comp_name(TC_COMP_ZSTD), "zstd");
+	assert_int_equal(rstream_comp_detect(gz, sizeof(gz)), RSTREAM_COMP_GZIP);
+	assert_int_equal(rstream_comp_detect(bz, sizeof(bz)), RSTREAM_COMP_BZIP2);
+	assert_int_equal(rstream_comp_detect(bz_bad, sizeof(bz_bad)), RSTREAM_COMP_NONE);
+	assert_int_equal(rstream_comp_detect(xz, sizeof(xz)), RSTREAM_COMP_XZ);
+	assert_int_equal(rstream_comp_detect(xz, 5), RSTREAM_COMP_NONE);
+	assert_int_equal(rstream_comp_detect(zs, sizeof(zs)), RSTREAM_COMP_ZSTD);
+	assert_int_equal(rstream_comp_detect(txt, 5), RSTREAM_COMP_NONE);
+	assert_int_equal(rstream_comp_detect(gz, 1), RSTREAM_COMP_NONE);
+	assert_string_equal(rstream_comp_name(RSTREAM_COMP_ZSTD), "zstd");
 }
 
 /* Lines through rstream: CRLF, no final newline, an over-long line. */
@@ -439,31 +439,31 @@ static void test_rstream_lines(void **state)
 {
 	static const char text[] = "a,b\r\n\nlast";
 	char *path = tmp_path("lines.txt");
-	struct tc_rstream *s;
+	struct rstream *s;
 	char err[256], *line;
 
 	spit(path, text, sizeof(text) - 1);
-	assert_int_equal(tc_rstream_open(path, &s, err, sizeof(err)), 0);
-	assert_int_equal(tc_rstream_getline(s, &line), 3);
+	assert_int_equal(rstream_open(path, &s, err, sizeof(err)), 0);
+	assert_int_equal(rstream_getline(s, &line), 3);
 	assert_string_equal(line, "a,b");
-	assert_int_equal(tc_rstream_getline(s, &line), 0);
-	assert_int_equal(tc_rstream_getline(s, &line), 4);
+	assert_int_equal(rstream_getline(s, &line), 0);
+	assert_int_equal(rstream_getline(s, &line), 4);
 	assert_string_equal(line, "last");
-	assert_int_equal(tc_rstream_getline(s, &line), -1);
-	assert_int_equal(tc_rstream_offset(s), sizeof(text) - 1);
-	tc_rstream_close(s);
+	assert_int_equal(rstream_getline(s, &line), -1);
+	assert_int_equal(rstream_offset(s), sizeof(text) - 1);
+	rstream_close(s);
 
-	size_t big = TC_RSTREAM_LINE_MAX + 10;
+	size_t big = RSTREAM_LINE_MAX + 10;
 	char *buf = malloc(big);
 	memset(buf, 'x', big);
 	spit(path, buf, big);
 	free(buf);
-	assert_int_equal(tc_rstream_open(path, &s, err, sizeof(err)), 0);
-	assert_int_equal(tc_rstream_getline(s, &line), -E2BIG);
-	assert_non_null(strstr(tc_rstream_error(s), "longer than"));
-	tc_rstream_close(s);
+	assert_int_equal(rstream_open(path, &s, err, sizeof(err)), 0);
+	assert_int_equal(rstream_getline(s, &line), -E2BIG);
+	assert_non_null(strstr(rstream_error(s), "longer than"));
+	rstream_close(s);
 
-	assert_int_equal(tc_rstream_open(tmp_path("missing"), &s, err, sizeof(err)), -ENOENT);
+	assert_int_equal(rstream_open(tmp_path("missing"), &s, err, sizeof(err)), -ENOENT);
 	assert_non_null(strstr(err, "missing"));
 }
 
@@ -523,7 +523,7 @@ static size_t vscsi_make(unsigned char *buf, int ver)
 	return pos;
 }
 
-static void check_vscsi(const struct tc_trace *t, int ver)
+static void check_vscsi(const struct trace *t, int ver)
 {
 	assert_int_equal(t->vscsi_version, ver);
 	assert_int_equal(t->records, NVRECS);
@@ -543,15 +543,15 @@ static void test_vscsi(void **state)
 		size_t len = vscsi_make(buf, ver);
 		char *path = tmp_path("v.vscsi");
 		spit(path, buf, len);
-		struct tc_trace *t = load_ok(path, TC_TRACE_VSCSI, NULL);
+		struct trace *t = load_ok(path, TRACE_VSCSI, NULL);
 		check_vscsi(t, ver);
-		tc_trace_free(t);
+		trace_free(t);
 		for (size_t c = 0; c < NCOMPS; c++) {
 			comps[c].fn(path, buf, len, 2);
-			t = load_ok(path, TC_TRACE_VSCSI, NULL);
+			t = load_ok(path, TRACE_VSCSI, NULL);
 			assert_int_equal(t->comp, comps[c].comp);
 			check_vscsi(t, ver);
-			tc_trace_free(t);
+			trace_free(t);
 		}
 
 		/* A record of the other version in the middle: record 3 is bad. */
@@ -559,20 +559,20 @@ static void test_vscsi(void **state)
 		put_le(buf + 2 * rs + (ver == 1 ? 14 : 2), 0x0300, 2);
 		spit(path, buf, len);
 		char err[512];
-		int r = tc_trace_load(path, TC_TRACE_VSCSI, NULL, &t, err, sizeof(err));
+		int r = trace_load(path, TRACE_VSCSI, NULL, &t, err, sizeof(err));
 		assert_int_equal(r, -EINVAL);
 		assert_non_null(strstr(err, "record 3"));
 		assert_non_null(strstr(err, "0x0300"));
-		struct tc_trace_opts o = { .max_bad = 1 };
-		t = load_ok(path, TC_TRACE_VSCSI, &o);
+		struct trace_opts o = { .max_bad = 1 };
+		t = load_ok(path, TRACE_VSCSI, &o);
 		assert_int_equal(t->bad, 1);
 		assert_int_equal(t->n, 4);      /* the bad one was the skipped SYNCHRONIZE */
-		tc_trace_free(t);
+		trace_free(t);
 		vscsi_make(buf, ver);
 
 		/* Cut inside the last record. */
 		spit(path, buf, len - 5);
-		r = tc_trace_load(path, TC_TRACE_VSCSI, NULL, &t, err, sizeof(err));
+		r = trace_load(path, TRACE_VSCSI, NULL, &t, err, sizeof(err));
 		assert_int_equal(r, -EINVAL);
 		assert_non_null(strstr(err, "record 5"));
 		assert_non_null(strstr(err, "ends inside"));
@@ -581,9 +581,9 @@ static void test_vscsi(void **state)
 	/* Not VSCSI at all. */
 	char *path = tmp_path("not.vscsi");
 	spit(path, "this is text, not a binary trace\n", 33);
-	struct tc_trace *t = NULL;
+	struct trace *t = NULL;
 	char err[512];
-	assert_int_equal(tc_trace_load(path, TC_TRACE_VSCSI, NULL, &t, err, sizeof(err)), -EINVAL);
+	assert_int_equal(trace_load(path, TRACE_VSCSI, NULL, &t, err, sizeof(err)), -EINVAL);
 	assert_non_null(strstr(err, "not a VSCSI trace"));
 }
 
@@ -593,9 +593,9 @@ static void test_vscsi(void **state)
 
 static void test_bad_lines(void **state)
 {
-	struct tc_trace *t = NULL;
+	struct trace *t = NULL;
 	char err[512];
-	int r = tc_trace_load(fixture("tencent_bad.csv"), TC_TRACE_TENCENT, NULL, &t, err,
+	int r = trace_load(fixture("tencent_bad.csv"), TRACE_TENCENT, NULL, &t, err,
 			      sizeof(err));
 
 	assert_int_equal(r, -EINVAL);
@@ -603,72 +603,72 @@ static void test_bad_lines(void **state)
 	assert_non_null(strstr(err, "tencent_bad.csv:3: "));
 	assert_non_null(strstr(err, "Offset \"abc\" is not a number"));
 
-	struct tc_trace_opts o = { .max_bad = 1 };
-	r = tc_trace_load(fixture("tencent_bad.csv"), TC_TRACE_TENCENT, &o, &t, err, sizeof(err));
+	struct trace_opts o = { .max_bad = 1 };
+	r = trace_load(fixture("tencent_bad.csv"), TRACE_TENCENT, &o, &t, err, sizeof(err));
 	assert_int_equal(r, -EINVAL);
 	assert_non_null(strstr(err, "tencent_bad.csv:4: "));
 	assert_non_null(strstr(err, "IOType \"2\""));
 
 	o.max_bad = 10;
-	t = load_ok(fixture("tencent_bad.csv"), TC_TRACE_TENCENT, &o);
+	t = load_ok(fixture("tencent_bad.csv"), TRACE_TENCENT, &o);
 	assert_int_equal(t->bad, 2);
 	assert_int_equal(t->n, 3);
 	assert_non_null(strstr(t->first_bad, "tencent_bad.csv:3: "));
 	check_req(t, 2, 3000000000ull, "17", false, 2048 * 512, 8192);
-	tc_trace_free(t);
+	trace_free(t);
 
 	/* The wrong format fails on the first line and says which field. */
-	r = tc_trace_load(fixture("msr.csv"), TC_TRACE_ALIBABA, NULL, &t, err, sizeof(err));
+	r = trace_load(fixture("msr.csv"), TRACE_ALIBABA, NULL, &t, err, sizeof(err));
 	assert_int_equal(r, -EINVAL);
 	assert_non_null(strstr(err, "msr.csv:1: 7 fields"));
-	r = tc_trace_load(fixture("tencent.csv"), TC_TRACE_MQSIM, NULL, &t, err, sizeof(err));
+	r = trace_load(fixture("tencent.csv"), TRACE_MQSIM, NULL, &t, err, sizeof(err));
 	assert_int_equal(r, -EINVAL);
 	assert_non_null(strstr(err, "tencent.csv:1: "));
 
 	/* Only a header: no request. */
 	char *path = tmp_path("header.csv");
 	spit(path, "Timestamp,Response,IOType,LUN,Offset,Size\n", 42);
-	r = tc_trace_load(path, TC_TRACE_SYSTOR, NULL, &t, err, sizeof(err));
+	r = trace_load(path, TRACE_SYSTOR, NULL, &t, err, sizeof(err));
 	assert_int_equal(r, -ENODATA);
 	assert_non_null(strstr(err, "no read or write request"));
 
-	r = tc_trace_load(tmp_path("absent.csv"), TC_TRACE_MSR, NULL, &t, err, sizeof(err));
+	r = trace_load(tmp_path("absent.csv"), TRACE_MSR, NULL, &t, err, sizeof(err));
 	assert_int_equal(r, -ENOENT);
 	assert_non_null(strstr(err, "absent.csv"));
 }
 
 static void test_volume_and_limit(void **state)
 {
-	struct tc_trace_opts o = { .volume = "17" };
-	struct tc_trace *t = load_ok(fixture("tencent.csv"), TC_TRACE_TENCENT, &o);
+	struct trace_opts o = { .volume = "17" };
+	struct trace *t = load_ok(fixture("tencent.csv"), TRACE_TENCENT, &o);
 
 	assert_int_equal(t->n, 2);
 	assert_int_equal(t->skipped_volume, 2);
 	check_req(t, 0, 0, "17", false, 2048 * 512, 8192);
 	check_req(t, 1, 7000000000ull, "17", false, 4096ull * 512, 65536);
-	tc_trace_free(t);
+	trace_free(t);
 
 	o.volume = "hm_1";
-	t = load_ok(fixture("msr.csv"), TC_TRACE_MSR, &o);
+	t = load_ok(fixture("msr.csv"), TRACE_MSR, &o);
 	assert_int_equal(t->n, 1);
 	check_req(t, 0, 0, "hm_1", false, 1234567680ull, 8192);
-	tc_trace_free(t);
+	trace_free(t);
 
 	char err[512];
 	o.volume = "99";
-	assert_int_equal(tc_trace_load(fixture("tencent.csv"), TC_TRACE_TENCENT, &o, &t, err,
+	assert_int_equal(trace_load(fixture("tencent.csv"), TRACE_TENCENT, &o, &t, err,
 				       sizeof(err)), -ENODATA);
 	assert_non_null(strstr(err, "no request of volume \"99\""));
 	assert_non_null(strstr(err, "1063, 17"));
 
-	struct tc_trace_opts l = { .limit = 2 };
-	t = load_ok(fixture("systor.csv"), TC_TRACE_SYSTOR, &l);
+	struct trace_opts l = { .limit = 2 };
+	t = load_ok(fixture("systor.csv"), TRACE_SYSTOR, &l);
 	assert_int_equal(t->n, 2);
 	assert_true(t->limited);
 	/* The first two in file order, then sorted. */
 	check_req(t, 0, 0, "0", false, 4256049987072ull, 122880);
 	check_req(t, 1, 6791000, "0", false, 899056122368ull, 131072);
-	tc_trace_free(t);
+	trace_free(t);
 }
 
 /* ------------------------------------------------------------------------------------
@@ -677,13 +677,13 @@ static void test_volume_and_limit(void **state)
 
 static void test_map(void **state)
 {
-	struct tc_trace *t = load_ok(fixture("tencent.csv"), TC_TRACE_TENCENT, NULL);
-	struct tc_replay_map m;
+	struct trace *t = load_ok(fixture("tencent.csv"), TRACE_TENCENT, NULL);
+	struct replay_map m;
 	char err[256];
 
 	/* Room for everything: regions are the extents rounded up to 1 MiB, in order of
 	 * first appearance (1063, then 17). */
-	assert_int_equal(tc_replay_map_build(t, 1ull << 40, &m, err, sizeof(err)), 0);
+	assert_int_equal(replay_map_build(t, 1ull << 40, &m, err, sizeof(err)), 0);
 	uint64_t ext1063 = (12058632ull * 512 + 4096 + (1u << 20) - 1) / (1u << 20) * (1u << 20);
 	assert_int_equal(m.regions, 2);
 	assert_int_equal(m.base[0], 0);
@@ -697,32 +697,32 @@ static void test_map(void **state)
 	assert_int_equal(m.footprint, 20 * 4096);
 	uint64_t off;
 	uint32_t len;
-	tc_replay_map_req(&m, &t->req[3], &off, &len);
+	replay_map_req(&m, &t->req[3], &off, &len);
 	assert_int_equal(off, ext1063 + 4096ull * 512);
 	assert_int_equal(len, 65536);
-	tc_replay_map_free(&m);
+	replay_map_free(&m);
 
 	/* 7 MiB for both: a fair share is 3 MiB; volume 17 keeps its 3 MiB extent, 1063
 	 * gets the remaining 4 MiB and is folded into it. */
-	assert_int_equal(tc_replay_map_build(t, 7u << 20, &m, err, sizeof(err)), 0);
+	assert_int_equal(replay_map_build(t, 7u << 20, &m, err, sizeof(err)), 0);
 	assert_int_equal(m.size[1], 3u << 20);
 	assert_int_equal(m.size[0], 4u << 20);
 	assert_int_equal(m.base[1], 4u << 20);
 	assert_int_equal(m.total, 7u << 20);
 	assert_int_equal(m.folded, 2);
-	tc_replay_map_req(&m, &t->req[0], &off, &len);
+	replay_map_req(&m, &t->req[0], &off, &len);
 	assert_int_equal(off, (12058624ull * 512) % (4u << 20));
 	assert_int_equal(len, 4096);
 	for (size_t i = 0; i < t->n; i++) {
-		tc_replay_map_req(&m, &t->req[i], &off, &len);
+		replay_map_req(&m, &t->req[i], &off, &len);
 		uint32_t v = t->req[i].vol;
 		assert_true(off >= m.base[v] && off + len <= m.base[v] + m.size[v]);
 	}
-	tc_replay_map_free(&m);
+	replay_map_free(&m);
 
-	assert_int_equal(tc_replay_map_build(t, 1u << 20, &m, err, sizeof(err)), -ENOSPC);
+	assert_int_equal(replay_map_build(t, 1u << 20, &m, err, sizeof(err)), -ENOSPC);
 	assert_non_null(strstr(err, "2 source volumes"));
-	tc_trace_free(t);
+	trace_free(t);
 }
 
 /* ------------------------------------------------------------------------------------
@@ -754,56 +754,56 @@ static void test_real_traces(void **state)
 
 	real_trace("libcachesim/cloudPhysicsIO.vscsi.xz", path, sizeof(path));
 	{
-		struct tc_trace *v = load_ok(path, TC_TRACE_VSCSI, NULL);
-		assert_int_equal(v->comp, TC_COMP_XZ);
+		struct trace *v = load_ok(path, TRACE_VSCSI, NULL);
+		assert_int_equal(v->comp, RSTREAM_COMP_XZ);
 		assert_int_equal(v->n, 113872);
 		assert_int_equal(v->vscsi_version, 1);
 		assert_int_equal(v->reads, 46974);          /* 41.3 % */
 		assert_true(v->duration_ns > 7200000000000ull && v->duration_ns < 7201000000000ull);
-		struct tc_replay_map m;
+		struct replay_map m;
 		char err[256];
-		assert_int_equal(tc_replay_map_build(v, 1ull << 40, &m, err, sizeof(err)), 0);
+		assert_int_equal(replay_map_build(v, 1ull << 40, &m, err, sizeof(err)), 0);
 		assert_int_equal(m.footprint / 4096, 269210);   /* distinct 4 KiB pages */
-		tc_replay_map_free(&m);
+		replay_map_free(&m);
 		/* The text form: the same requests, times at 1 s resolution. */
 		real_trace("libcachesim/cloudPhysicsIO.csv.xz", path, sizeof(path));
-		struct tc_trace *c = load_ok(path, TC_TRACE_LCS_CSV, NULL);
+		struct trace *c = load_ok(path, TRACE_LCS_CSV, NULL);
 		assert_int_equal(c->n, v->n);
 		for (size_t i = 0; i < c->n; i++) {
 			assert_int_equal(c->req[i].offset, v->req[i].offset);
 			assert_int_equal(c->req[i].length, v->req[i].length);
 			assert_int_equal(c->req[i].write, v->req[i].write);
 		}
-		tc_trace_free(c);
-		tc_trace_free(v);
+		trace_free(c);
+		trace_free(v);
 	}
 	real_trace("caffeine/msr-cambridge1-sample.csv.xz", path, sizeof(path));
 	{
-		struct tc_trace *t = load_ok(path, TC_TRACE_MSR, NULL);
+		struct trace *t = load_ok(path, TRACE_MSR, NULL);
 		assert_int_equal(t->n, 1000);
 		assert_int_equal(t->nvols, 1);
 		assert_string_equal(t->vols[0].name, "hm_0");
 		assert_true(t->reads >= 500 && t->reads <= 520);   /* 51 % */
-		tc_trace_free(t);
+		trace_free(t);
 	}
 	real_trace("caffeine/systor17-traces-sample.csv.gz", path, sizeof(path));
 	{
-		struct tc_trace *t = load_ok(path, TC_TRACE_SYSTOR, NULL);
-		assert_int_equal(t->comp, TC_COMP_GZIP);
+		struct trace *t = load_ok(path, TRACE_SYSTOR, NULL);
+		assert_int_equal(t->comp, RSTREAM_COMP_GZIP);
 		assert_int_equal(t->n, 999);
 		assert_true(t->sorted);
 		for (size_t i = 1; i < t->n; i++)
 			assert_true(t->req[i].t_ns >= t->req[i - 1].t_ns);
 		assert_true(t->reads >= 820 && t->reads <= 840);   /* 83 % */
-		tc_trace_free(t);
+		trace_free(t);
 	}
 	real_trace("mqsim/tpcc-small.trace.xz", path, sizeof(path));
 	{
-		struct tc_trace *t = load_ok(path, TC_TRACE_MQSIM, NULL);
+		struct trace *t = load_ok(path, TRACE_MQSIM, NULL);
 		assert_int_equal(t->n, 6999);
 		assert_int_equal(t->nvols, 16);
 		assert_int_equal(t->reads, 4381);
-		tc_trace_free(t);
+		trace_free(t);
 	}
 }
 

@@ -21,10 +21,8 @@
 #include <libnbd.h>
 #endif
 
-#include "cache_priv.h"   /* the map, for the hit bytes of a request (see replay.h) */
-#include "format.h"       /* tc_fmt_cache_geometry: cache device size */
 #include "replay.h"
-#include "tiercache-test.h"
+#include "tiercache-test.h"   /* tc_cache_abandon: a stalled engine (see lib_run) */
 
 #define PROGRESS_EVERY 512u          /* requests between progress calls */
 #define DIRTY_SAMPLE_EVERY 64u       /* requests between dirty samples */
@@ -56,7 +54,7 @@ static int cmp_u64(const void *a, const void *b)
 	return (x > y) - (x < y);
 }
 
-void tc_replay_map_req(const struct tc_replay_map *m, const struct tc_trace_req *r,
+void replay_map_req(const struct replay_map *m, const struct trace_req *r,
 		       uint64_t *off, uint32_t *len)
 {
 	uint64_t size = m->size[r->vol], o = r->offset;
@@ -73,14 +71,14 @@ void tc_replay_map_req(const struct tc_replay_map *m, const struct tc_trace_req 
 	*len = l;
 }
 
-void tc_replay_map_free(struct tc_replay_map *m)
+void replay_map_free(struct replay_map *m)
 {
 	free(m->base);
 	free(m->size);
 	memset(m, 0, sizeof(*m));
 }
 
-int tc_replay_map_build(const struct tc_trace *t, uint64_t capacity, struct tc_replay_map *m,
+int replay_map_build(const struct trace *t, uint64_t capacity, struct replay_map *m,
 			char *err, size_t errlen)
 {
 	uint32_t *order = NULL;
@@ -109,18 +107,18 @@ int tc_replay_map_build(const struct tc_trace *t, uint64_t capacity, struct tc_r
 		}
 		order[j] = x;
 	}
-	uint64_t remaining = capacity / TC_REPLAY_ALIGN * TC_REPLAY_ALIGN;
-	if (remaining / TC_REPLAY_ALIGN < n) {
+	uint64_t remaining = capacity / REPLAY_ALIGN * REPLAY_ALIGN;
+	if (remaining / REPLAY_ALIGN < n) {
 		snprintf(err, errlen, "%s: %" PRIu32 " source volumes need at least %" PRIu64
 			 " bytes (1 MiB each); the volume has %" PRIu64, t->path, n,
-			 (uint64_t)n * TC_REPLAY_ALIGN, capacity);
+			 (uint64_t)n * REPLAY_ALIGN, capacity);
 		r = -ENOSPC;
 		goto fail;
 	}
 	for (uint32_t i = 0; i < n; i++) {
-		const struct tc_trace_vol *v = &t->vols[order[i]];
-		uint64_t share = remaining / (n - i) / TC_REPLAY_ALIGN * TC_REPLAY_ALIGN;
-		uint64_t ext = round_up(v->max_end, TC_REPLAY_ALIGN);
+		const struct trace_vol *v = &t->vols[order[i]];
+		uint64_t share = remaining / (n - i) / REPLAY_ALIGN * REPLAY_ALIGN;
+		uint64_t ext = round_up(v->max_end, REPLAY_ALIGN);
 		uint64_t size = ext < share ? ext : share;
 		m->size[order[i]] = size;
 		remaining -= size;
@@ -138,7 +136,7 @@ int tc_replay_map_build(const struct tc_trace *t, uint64_t capacity, struct tc_r
 	for (size_t i = 0; i < t->n; i++) {
 		uint64_t o;
 		uint32_t l;
-		tc_replay_map_req(m, &t->req[i], &o, &l);
+		replay_map_req(m, &t->req[i], &o, &l);
 		npages += (size_t)(round_up(o + l, TC_UNIT_SIZE) / TC_UNIT_SIZE - o / TC_UNIT_SIZE);
 		if (o - m->base[t->req[i].vol] != t->req[i].offset || l != t->req[i].length)
 			m->folded++;
@@ -152,7 +150,7 @@ int tc_replay_map_build(const struct tc_trace *t, uint64_t capacity, struct tc_r
 	for (size_t i = 0; i < t->n; i++) {
 		uint64_t o;
 		uint32_t l;
-		tc_replay_map_req(m, &t->req[i], &o, &l);
+		replay_map_req(m, &t->req[i], &o, &l);
 		for (uint64_t p = o / TC_UNIT_SIZE; p < round_up(o + l, TC_UNIT_SIZE) / TC_UNIT_SIZE; p++)
 			pages[k++] = p;
 	}
@@ -170,7 +168,7 @@ nomem:
 fail:
 	free(pages);
 	free(order);
-	tc_replay_map_free(m);
+	replay_map_free(m);
 	return r;
 }
 
@@ -178,29 +176,14 @@ fail:
  * Options, cache geometry.
  */
 
-void tc_replay_opts_default(struct tc_replay_opts *o)
+void replay_opts_default(struct replay_opts *o)
 {
 	memset(o, 0, sizeof(*o));
-	o->devices = TC_REPLAY_DEV_EMU;
+	o->devices = REPLAY_DEV_EMU;
 	tc_cache_opts_default(&o->cache);
 	tc_volume_settings_default(&o->settings);
 	o->speed = 1.0;
 	o->seed = 1;
-}
-
-uint64_t tc_replay_cache_dev_size(uint64_t lines, uint32_t ls)
-{
-	struct tc_cache_sb geo;
-	uint64_t dev = lines * ls;
-
-	for (int i = 0; i < 10000; i++) {
-		memset(&geo, 0, sizeof(geo));
-		int r = tc_fmt_cache_geometry(dev, ls, &geo);
-		if (r == 0 && geo.nslots >= lines)
-			return dev;
-		dev += r == 0 && geo.nslots + 1 < lines ? (lines - geo.nslots) * ls : ls;
-	}
-	return dev;   /* not reached for sane sizes; the format then reports the lines */
 }
 
 /* ------------------------------------------------------------------------------------
@@ -220,10 +203,10 @@ struct slot {
 };
 
 struct replay {
-	const struct tc_trace *t;
-	const struct tc_replay_map *m;
-	struct tc_replay_opts *o;
-	struct tc_replay_result *res;
+	const struct trace *t;
+	const struct replay_map *m;
+	struct replay_opts *o;
+	struct replay_result *res;
 	char *err;
 	size_t errlen;
 	/* Library mode. */
@@ -283,12 +266,12 @@ static void slots_free(struct replay *p)
 /* A request finished at @now (replay clock). */
 static void slot_done(struct replay *p, struct slot *s, int result, uint64_t now)
 {
-	struct tc_replay_result *res = p->res;
+	struct replay_result *res = p->res;
 
 	if (s->measured) {
 		uint64_t lat = now > s->t_start ? now - s->t_start : 0;
-		tc_hist_record(&res->lat, lat);
-		tc_hist_record(s->write ? &res->lat_write : &res->lat_read, lat);
+		hist_record(&res->lat, lat);
+		hist_record(s->write ? &res->lat_write : &res->lat_read, lat);
 		if (result)
 			res->errors++;
 		if (now > p->last_done)
@@ -311,7 +294,7 @@ static uint64_t arrival(const struct replay *p, size_t i)
 
 static void count_request(struct replay *p, struct slot *s)
 {
-	struct tc_replay_result *res = p->res;
+	struct replay_result *res = p->res;
 
 	res->requests++;
 	if (s->write) {
@@ -332,6 +315,32 @@ static void progress(struct replay *p, uint64_t now)
 static bool stop_requested(const struct replay *p)
 {
 	return p->o->stop && *p->o->stop;
+}
+
+/* Submit with @submit every request due at @now (replay clock): in closed loop until
+ * queue_depth are in flight, timed those whose arrival has come, up to max_inflight.
+ * Stops at a fatal error (NBD).  Returns 0 or @submit's error. */
+static int submit_due(struct replay *p, uint64_t now,
+		      int (*submit)(struct replay *p, uint64_t t_start, uint64_t now))
+{
+	const struct replay_opts *o = p->o;
+	unsigned cap = o->max_inflight ? o->max_inflight : 4096;
+
+	while (!p->fatal && p->next < p->nreq) {
+		uint64_t t_start = now;
+		if (o->queue_depth > 0) {
+			if (p->inflight >= o->queue_depth)
+				break;
+		} else {
+			t_start = arrival(p, p->next);
+			if (t_start > now || p->inflight >= cap)
+				break;
+		}
+		int r = submit(p, t_start, now);
+		if (r)
+			return r;
+	}
+	return 0;
 }
 
 /* ------------------------------------------------------------------------------------
@@ -370,7 +379,7 @@ static void lib_measure_begin(struct replay *p, uint64_t now)
 
 static int lib_submit(struct replay *p, uint64_t t_start, uint64_t now)
 {
-	const struct tc_trace_req *r = &p->t->req[p->next];
+	const struct trace_req *r = &p->t->req[p->next];
 	struct slot *s = slot_get(p);
 
 	if (!s) {
@@ -380,7 +389,7 @@ static int lib_submit(struct replay *p, uint64_t t_start, uint64_t now)
 	if (!p->measuring && p->next >= p->o->warmup)
 		lib_measure_begin(p, now);
 	uint64_t off;
-	tc_replay_map_req(p->m, r, &off, &s->len);
+	replay_map_req(p->m, r, &off, &s->len);
 	s->write = r->write;
 	s->measured = p->measuring;
 	s->t_start = t_start;
@@ -390,7 +399,7 @@ static int lib_submit(struct replay *p, uint64_t t_start, uint64_t now)
 				.length = s->len, .iov = &s->iov, .iovcnt = 1, .done = lib_done,
 				.private_data = s };
 	if (s->measured) {
-		struct tc_replay_result *res = p->res;
+		struct replay_result *res = p->res;
 		uint64_t vb = tc_volume_valid_bytes(p->vol, off, s->len);
 		count_request(p, s);
 		if (s->write) {
@@ -416,7 +425,7 @@ static int lib_submit(struct replay *p, uint64_t t_start, uint64_t now)
 /* The request loop on the virtual clock. */
 static int lib_loop(struct replay *p)
 {
-	const struct tc_replay_opts *o = p->o;
+	const struct replay_opts *o = p->o;
 	unsigned cap = o->max_inflight ? o->max_inflight : 4096;
 	bool closed = o->queue_depth > 0, stopping = false;
 	int r;
@@ -429,17 +438,8 @@ static int lib_loop(struct replay *p)
 			stopping = true;
 			p->res->interrupted = true;
 		}
-		while (!stopping && p->next < p->nreq) {
-			uint64_t t_start = now;
-			if (closed) {
-				if (p->inflight >= o->queue_depth)
-					break;
-			} else {
-				t_start = arrival(p, p->next);
-				if (t_start > now || p->inflight >= cap)
-					break;
-			}
-			r = lib_submit(p, t_start, now);
+		if (!stopping) {
+			r = submit_due(p, now, lib_submit);
 			if (r)
 				return r;
 		}
@@ -479,13 +479,30 @@ static int lib_loop(struct replay *p)
 	return 0;
 }
 
+/* After a failed loop: let the requests in flight finish (the clock moves to each
+ * device deadline) so that the cache can be closed cleanly; gives up when nothing is
+ * queued and no timer is armed. */
+static void lib_drain(struct replay *p)
+{
+	while (p->inflight > 0) {
+		if (tc_ctx_pending(p->ctx) == 0) {
+			uint64_t dl = tc_ctx_next_deadline(p->ctx), now = tc_ctx_now(p->ctx);
+			if (dl == UINT64_MAX)
+				return;
+			if (dl > now)
+				tc_ctx_advance(p->ctx, dl - now);
+		}
+		tc_ctx_poll(p->ctx, POLL_BATCH);
+	}
+}
+
 static int open_dev(struct replay *p, bool backing, const char *path, uint64_t size,
 		    tc_dev **out)
 {
-	struct tc_replay_opts *o = p->o;
+	struct replay_opts *o = p->o;
 	int r;
 
-	if (o->devices == TC_REPLAY_DEV_EMU) {
+	if (o->devices == REPLAY_DEV_EMU) {
 		const char *prof = backing ? (o->hdd_profile ? o->hdd_profile : "hdd") :
 					     (o->ssd_profile ? o->ssd_profile : "sata-ssd");
 		r = tc_dev_new_emu(p->ctx, prof, path, TC_DEV_CREATE, size, out);
@@ -497,30 +514,30 @@ static int open_dev(struct replay *p, bool backing, const char *path, uint64_t s
 			return r;
 		}
 		o->fallback_file = true;
-		o->devices = TC_REPLAY_DEV_FILE;
+		o->devices = REPLAY_DEV_FILE;
 	}
-	if (o->devices == TC_REPLAY_DEV_MEMORY)
+	if (o->devices == REPLAY_DEV_MEMORY)
 		r = tc_dev_new_memory(p->ctx, size, out);
 	else
 		r = tc_dev_open_file(p->ctx, path, TC_DEV_CREATE | TC_DEV_BUFFERED, size, out);
 	if (r)
 		snprintf(p->err, p->errlen, "%s %s device%s%s, %" PRIu64 " bytes: %s",
-			 o->devices == TC_REPLAY_DEV_MEMORY ? "memory" : "file",
+			 o->devices == REPLAY_DEV_MEMORY ? "memory" : "file",
 			 backing ? "backing" : "cache",
-			 o->devices == TC_REPLAY_DEV_MEMORY ? "" : " on ",
-			 o->devices == TC_REPLAY_DEV_MEMORY ? "" : path, size, strerror(-r));
+			 o->devices == REPLAY_DEV_MEMORY ? "" : " on ",
+			 o->devices == REPLAY_DEV_MEMORY ? "" : path, size, strerror(-r));
 	return r;
 }
 
-static const char *dev_kind(enum tc_replay_devices d)
+static const char *dev_kind(enum replay_devices d)
 {
-	return d == TC_REPLAY_DEV_EMU ? "emu" : d == TC_REPLAY_DEV_FILE ? "file" : "memory";
+	return d == REPLAY_DEV_EMU ? "emu" : d == REPLAY_DEV_FILE ? "file" : "memory";
 }
 
 static int lib_run(struct replay *p)
 {
-	struct tc_replay_opts *o = p->o;
-	struct tc_replay_result *res = p->res;
+	struct replay_opts *o = p->o;
+	struct replay_result *res = p->res;
 	struct tc_ctx_opts co = { .mode = TC_CTX_DETERMINISTIC, .seed = o->seed,
 				  .log_level = TC_LOG_WARN };
 	char bpath[4096], cpath[4096];
@@ -531,12 +548,12 @@ static int lib_run(struct replay *p)
 	snprintf(cpath, sizeof(cpath), "%s/cache.img", o->dir ? o->dir : ".");
 	uint32_t ls = o->cache.line_size;
 	uint64_t lines = (o->cache_bytes + ls - 1) / ls;
-	if (lines < TC_MIN_LINES)
-		lines = TC_MIN_LINES;
+	if (lines < REPLAY_MIN_LINES)
+		lines = REPLAY_MIN_LINES;
 	res->line_size = ls;
 	res->cache_lines = lines;
 	res->cache_bytes = lines * ls;
-	uint64_t bsize = TC_BACKING_DATA_OFFSET + round_up(p->m->total, TC_REPLAY_ALIGN);
+	uint64_t bsize = TC_BACKING_DATA_OFFSET + round_up(p->m->total, REPLAY_ALIGN);
 
 	r = tc_ctx_new(&co, &p->ctx);
 	if (r) {
@@ -549,7 +566,14 @@ static int lib_run(struct replay *p)
 	r = open_dev(p, true, bpath, bsize, &p->bdev);
 	if (r)
 		goto out;
-	r = open_dev(p, false, cpath, tc_replay_cache_dev_size(lines, ls), &p->cdev);
+	uint64_t csize;
+	r = tc_cache_size_for(lines, ls, &csize);
+	if (r) {
+		snprintf(p->err, p->errlen, "a cache of %" PRIu64 " lines of %" PRIu32 " bytes: %s",
+			 lines, ls, strerror(-r));
+		goto out;
+	}
+	r = open_dev(p, false, cpath, csize, &p->cdev);
 	if (r)
 		goto out;
 	res->devices = dev_kind(o->devices);
@@ -610,6 +634,8 @@ static int lib_run(struct replay *p)
 		r = -EINTR;
 out:
 	if (cache) {
+		if (p->inflight > 0)
+			lib_drain(p);
 		if (p->inflight == 0) {
 			int rc = tc_cache_close(cache);
 			if (rc && !r) {
@@ -617,7 +643,9 @@ out:
 				r = rc;
 			}
 		} else {
-			tc_cache_abandon(cache);   /* requests still in flight: do not wait */
+			/* Stalled with requests that will never complete: tc_cache_close()
+			 * would wait for them forever, so drop the cache like a dead process. */
+			tc_cache_abandon(cache);
 		}
 	}
 	if (p->bdev)
@@ -626,7 +654,7 @@ out:
 		tc_dev_close(p->cdev);
 	tc_ctx_free(p->ctx);
 	p->ctx = NULL;
-	if (o->devices != TC_REPLAY_DEV_MEMORY) {
+	if (o->devices != REPLAY_DEV_MEMORY) {
 		unlink(bpath);
 		unlink(cpath);
 	}
@@ -638,14 +666,14 @@ out:
  */
 
 #ifdef TC_HAVE_LIBNBD
-struct tc_replay_nbd {
+struct replay_nbd {
 	struct nbd_handle *h;
 };
 
-int tc_replay_nbd_connect(const char *uri, struct tc_replay_nbd **out, uint64_t *size,
+int replay_nbd_connect(const char *uri, struct replay_nbd **out, uint64_t *size,
 			  bool *read_only, char *err, size_t errlen)
 {
-	struct tc_replay_nbd *n = calloc(1, sizeof(*n));
+	struct replay_nbd *n = calloc(1, sizeof(*n));
 
 	*out = NULL;
 	if (!n) {
@@ -660,13 +688,13 @@ int tc_replay_nbd_connect(const char *uri, struct tc_replay_nbd **out, uint64_t 
 	}
 	if (nbd_connect_uri(n->h, uri) == -1) {
 		snprintf(err, errlen, "%s: %s", uri, nbd_get_error());
-		tc_replay_nbd_close(n);
+		replay_nbd_close(n);
 		return -EIO;
 	}
 	int64_t sz = nbd_get_size(n->h);
 	if (sz < 0) {
 		snprintf(err, errlen, "%s: %s", uri, nbd_get_error());
-		tc_replay_nbd_close(n);
+		replay_nbd_close(n);
 		return -EIO;
 	}
 	*size = (uint64_t)sz;
@@ -675,7 +703,7 @@ int tc_replay_nbd_connect(const char *uri, struct tc_replay_nbd **out, uint64_t 
 	return 0;
 }
 
-void tc_replay_nbd_close(struct tc_replay_nbd *n)
+void replay_nbd_close(struct replay_nbd *n)
 {
 	if (!n)
 		return;
@@ -696,7 +724,7 @@ static int nbd_cb(void *user_data, int *error)
 
 static int nbd_submit(struct replay *p, uint64_t t_start, uint64_t now)
 {
-	const struct tc_trace_req *r = &p->t->req[p->next];
+	const struct trace_req *r = &p->t->req[p->next];
 	struct nbd_handle *h = p->o->nbd->h;
 	struct slot *s = slot_get(p);
 	uint64_t off;
@@ -710,7 +738,7 @@ static int nbd_submit(struct replay *p, uint64_t t_start, uint64_t now)
 		p->measure_start = now;
 		p->last_done = now;
 	}
-	tc_replay_map_req(p->m, r, &off, &s->len);
+	replay_map_req(p->m, r, &off, &s->len);
 	s->write = r->write;
 	s->measured = p->measuring;
 	s->t_start = t_start;
@@ -739,7 +767,7 @@ static int nbd_submit(struct replay *p, uint64_t t_start, uint64_t now)
 
 static int nbd_loop(struct replay *p)
 {
-	const struct tc_replay_opts *o = p->o;
+	const struct replay_opts *o = p->o;
 	struct nbd_handle *h = o->nbd->h;
 	unsigned cap = o->max_inflight ? o->max_inflight : 4096;
 	bool closed = o->queue_depth > 0, stopping = false;
@@ -753,17 +781,8 @@ static int nbd_loop(struct replay *p)
 			stopping = true;
 			p->res->interrupted = true;
 		}
-		while (!stopping && !p->fatal && p->next < p->nreq) {
-			uint64_t t_start = now;
-			if (closed) {
-				if (p->inflight >= o->queue_depth)
-					break;
-			} else {
-				t_start = arrival(p, p->next);
-				if (t_start > now || p->inflight >= cap)
-					break;
-			}
-			r = nbd_submit(p, t_start, now);
+		if (!stopping) {
+			r = submit_due(p, now, nbd_submit);
 			if (r)
 				return r;
 		}
@@ -824,7 +843,7 @@ static int nbd_loop(struct replay *p)
 
 static int nbd_run(struct replay *p)
 {
-	struct tc_replay_result *res = p->res;
+	struct replay_result *res = p->res;
 	uint64_t w0 = mono_ns();
 	int r = nbd_loop(p);
 
@@ -838,11 +857,11 @@ static int nbd_run(struct replay *p)
 	return r;
 }
 #else
-struct tc_replay_nbd {
+struct replay_nbd {
 	int unused;
 };
 
-int tc_replay_nbd_connect(const char *uri, struct tc_replay_nbd **out, uint64_t *size,
+int replay_nbd_connect(const char *uri, struct replay_nbd **out, uint64_t *size,
 			  bool *read_only, char *err, size_t errlen)
 {
 	*out = NULL;
@@ -850,7 +869,7 @@ int tc_replay_nbd_connect(const char *uri, struct tc_replay_nbd **out, uint64_t 
 	return -ENOTSUP;
 }
 
-void tc_replay_nbd_close(struct tc_replay_nbd *n)
+void replay_nbd_close(struct replay_nbd *n)
 {
 	free(n);
 }
@@ -866,8 +885,8 @@ static int nbd_run(struct replay *p)
  * Entry point.
  */
 
-int tc_replay_run(const struct tc_trace *t, const struct tc_replay_map *m,
-		  struct tc_replay_opts *o, struct tc_replay_result *res, char *err,
+int replay_run(const struct trace *t, const struct replay_map *m,
+		  struct replay_opts *o, struct replay_result *res, char *err,
 		  size_t errlen)
 {
 	struct replay p = { .t = t, .m = m, .o = o, .res = res, .err = err, .errlen = errlen,
@@ -876,9 +895,9 @@ int tc_replay_run(const struct tc_trace *t, const struct tc_replay_map *m,
 	int r;
 
 	memset(res, 0, sizeof(*res));
-	tc_hist_init(&res->lat);
-	tc_hist_init(&res->lat_read);
-	tc_hist_init(&res->lat_write);
+	hist_init(&res->lat);
+	hist_init(&res->lat_read);
+	hist_init(&res->lat_write);
 	if (err && errlen)
 		err[0] = '\0';
 	if (!(o->speed > 0)) {

@@ -25,11 +25,11 @@
 #define IN_SIZE (256u * 1024)   /* compressed input buffer, bytes */
 #define OUT_SIZE (256u * 1024)  /* decompressed buffer behind getline, bytes */
 
-struct tc_rstream {
+struct rstream {
 	FILE *f;
 	bool is_stdin;
 	char *path;
-	enum tc_comp comp;
+	enum rstream_comp comp;
 	unsigned char *in;
 	size_t in_pos, in_len;
 	bool in_eof;              /* the file has no more bytes beyond in[] */
@@ -44,44 +44,44 @@ struct tc_rstream {
 	ZSTD_DCtx *zs;
 	char *obuf;               /* getline: decompressed bytes not yet returned */
 	size_t o_pos, o_len;
-	char *line;               /* getline's result, TC_RSTREAM_LINE_MAX + 1 bytes */
+	char *line;               /* getline's result, RSTREAM_LINE_MAX + 1 bytes */
 	uint64_t offset;
 	char err[320];
 };
 
-const char *tc_comp_name(enum tc_comp c)
+const char *rstream_comp_name(enum rstream_comp c)
 {
 	switch (c) {
-	case TC_COMP_NONE: return "none";
-	case TC_COMP_GZIP: return "gzip";
-	case TC_COMP_BZIP2: return "bzip2";
-	case TC_COMP_XZ: return "xz";
-	case TC_COMP_ZSTD: return "zstd";
+	case RSTREAM_COMP_NONE: return "none";
+	case RSTREAM_COMP_GZIP: return "gzip";
+	case RSTREAM_COMP_BZIP2: return "bzip2";
+	case RSTREAM_COMP_XZ: return "xz";
+	case RSTREAM_COMP_ZSTD: return "zstd";
 	}
 	return "?";
 }
 
-enum tc_comp tc_comp_detect(const unsigned char *b, size_t len)
+enum rstream_comp rstream_comp_detect(const unsigned char *b, size_t len)
 {
 	static const unsigned char xz_magic[6] = { 0xfd, '7', 'z', 'X', 'Z', 0x00 };
 
 	if (len >= 2 && b[0] == 0x1f && b[1] == 0x8b)
-		return TC_COMP_GZIP;
+		return RSTREAM_COMP_GZIP;
 	/* "BZh" then the block size digit '1'..'9' */
 	if (len >= 4 && b[0] == 'B' && b[1] == 'Z' && b[2] == 'h' && b[3] >= '1' && b[3] <= '9')
-		return TC_COMP_BZIP2;
+		return RSTREAM_COMP_BZIP2;
 	if (len >= 6 && !memcmp(b, xz_magic, 6))
-		return TC_COMP_XZ;
+		return RSTREAM_COMP_XZ;
 	if (len >= 4 && b[0] == 0x28 && b[1] == 0xb5 && b[2] == 0x2f && b[3] == 0xfd)
-		return TC_COMP_ZSTD;
-	return TC_COMP_NONE;
+		return RSTREAM_COMP_ZSTD;
+	return RSTREAM_COMP_NONE;
 }
 
-static int fail(struct tc_rstream *s, int err, const char *fmt, ...)
+static int fail(struct rstream *s, int err, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
 
 /* Record a sticky error: "PATH: message". */
-static int fail(struct tc_rstream *s, int err, const char *fmt, ...)
+static int fail(struct rstream *s, int err, const char *fmt, ...)
 {
 	char msg[256];
 	va_list ap;
@@ -95,7 +95,7 @@ static int fail(struct tc_rstream *s, int err, const char *fmt, ...)
 }
 
 /* Refill in[] once it is empty.  Returns 0 or -EIO. */
-static int fill_in(struct tc_rstream *s)
+static int fill_in(struct rstream *s)
 {
 	if (s->in_pos < s->in_len || s->in_eof)
 		return 0;
@@ -109,42 +109,42 @@ static int fill_in(struct tc_rstream *s)
 	return 0;
 }
 
-static void dec_end(struct tc_rstream *s)
+static void dec_end(struct rstream *s)
 {
 	if (!s->dec_live)
 		return;
 	switch (s->comp) {
-	case TC_COMP_GZIP: inflateEnd(&s->z); break;
-	case TC_COMP_BZIP2: BZ2_bzDecompressEnd(&s->bz); break;
-	case TC_COMP_XZ: lzma_end(&s->lz); break;
-	case TC_COMP_ZSTD: ZSTD_freeDCtx(s->zs); s->zs = NULL; break;
-	case TC_COMP_NONE: break;
+	case RSTREAM_COMP_GZIP: inflateEnd(&s->z); break;
+	case RSTREAM_COMP_BZIP2: BZ2_bzDecompressEnd(&s->bz); break;
+	case RSTREAM_COMP_XZ: lzma_end(&s->lz); break;
+	case RSTREAM_COMP_ZSTD: ZSTD_freeDCtx(s->zs); s->zs = NULL; break;
+	case RSTREAM_COMP_NONE: break;
 	}
 	s->dec_live = false;
 }
 
-static int dec_start(struct tc_rstream *s)
+static int dec_start(struct rstream *s)
 {
 	int r;
 
 	switch (s->comp) {
-	case TC_COMP_NONE:
+	case RSTREAM_COMP_NONE:
 		return 0;
-	case TC_COMP_GZIP:
+	case RSTREAM_COMP_GZIP:
 		memset(&s->z, 0, sizeof(s->z));
 		r = inflateInit2(&s->z, 15 + 32);    /* zlib or gzip header, 32 KiB window */
 		if (r != Z_OK)
 			return fail(s, r == Z_MEM_ERROR ? -ENOMEM : -EINVAL,
 				    "zlib cannot start: %s", s->z.msg ? s->z.msg : "error");
 		break;
-	case TC_COMP_BZIP2:
+	case RSTREAM_COMP_BZIP2:
 		memset(&s->bz, 0, sizeof(s->bz));
 		r = BZ2_bzDecompressInit(&s->bz, 0, 0);
 		if (r != BZ_OK)
 			return fail(s, r == BZ_MEM_ERROR ? -ENOMEM : -EINVAL,
 				    "libbz2 cannot start (error %d)", r);
 		break;
-	case TC_COMP_XZ: {
+	case RSTREAM_COMP_XZ: {
 		lzma_stream init = LZMA_STREAM_INIT;
 		s->lz = init;
 		r = (int)lzma_stream_decoder(&s->lz, UINT64_MAX, LZMA_CONCATENATED);
@@ -153,7 +153,7 @@ static int dec_start(struct tc_rstream *s)
 				    "liblzma cannot start (error %d)", r);
 		break;
 	}
-	case TC_COMP_ZSTD:
+	case RSTREAM_COMP_ZSTD:
 		s->zs = ZSTD_createDCtx();
 		if (!s->zs)
 			return fail(s, -ENOMEM, "libzstd cannot start: out of memory");
@@ -165,7 +165,7 @@ static int dec_start(struct tc_rstream *s)
 
 /* One decoder step into @buf: returns bytes produced (maybe 0 while headers are read
  * or a new member starts), or a negative errno; sets s->done at the end. */
-static ssize_t dec_step(struct tc_rstream *s, unsigned char *buf, size_t len)
+static ssize_t dec_step(struct rstream *s, unsigned char *buf, size_t len)
 {
 	int r = fill_in(s);
 	if (r < 0)
@@ -175,7 +175,7 @@ static ssize_t dec_step(struct tc_rstream *s, unsigned char *buf, size_t len)
 	unsigned char *in = s->in + s->in_pos;
 
 	switch (s->comp) {
-	case TC_COMP_NONE:
+	case RSTREAM_COMP_NONE:
 		if (eof) {
 			s->done = true;
 			return 0;
@@ -186,7 +186,7 @@ static ssize_t dec_step(struct tc_rstream *s, unsigned char *buf, size_t len)
 		s->in_pos += avail;
 		return (ssize_t)avail;
 
-	case TC_COMP_GZIP: {
+	case RSTREAM_COMP_GZIP: {
 		if (s->member_end) {
 			if (eof) {
 				s->done = true;
@@ -214,7 +214,7 @@ static ssize_t dec_step(struct tc_rstream *s, unsigned char *buf, size_t len)
 		return (ssize_t)got;
 	}
 
-	case TC_COMP_BZIP2: {
+	case RSTREAM_COMP_BZIP2: {
 		if (s->member_end) {
 			if (eof) {
 				s->done = true;
@@ -247,7 +247,7 @@ static ssize_t dec_step(struct tc_rstream *s, unsigned char *buf, size_t len)
 		return (ssize_t)got;
 	}
 
-	case TC_COMP_XZ: {
+	case RSTREAM_COMP_XZ: {
 		s->lz.next_in = in;
 		s->lz.avail_in = avail;
 		s->lz.next_out = buf;
@@ -267,7 +267,7 @@ static ssize_t dec_step(struct tc_rstream *s, unsigned char *buf, size_t len)
 		return (ssize_t)got;
 	}
 
-	case TC_COMP_ZSTD: {
+	case RSTREAM_COMP_ZSTD: {
 		if (eof && !s->zstd_open) {
 			s->done = true;             /* the last frame ended with the input */
 			return 0;
@@ -290,7 +290,7 @@ static ssize_t dec_step(struct tc_rstream *s, unsigned char *buf, size_t len)
 }
 
 /* Decompress up to @len bytes (fewer only at the end). */
-static ssize_t dec_read(struct tc_rstream *s, unsigned char *buf, size_t len)
+static ssize_t dec_read(struct rstream *s, unsigned char *buf, size_t len)
 {
 	size_t got = 0;
 
@@ -305,9 +305,9 @@ static ssize_t dec_read(struct tc_rstream *s, unsigned char *buf, size_t len)
 	return (ssize_t)got;
 }
 
-int tc_rstream_open(const char *path, struct tc_rstream **out, char *err, size_t errlen)
+int rstream_open(const char *path, struct rstream **out, char *err, size_t errlen)
 {
-	struct tc_rstream *s = calloc(1, sizeof(*s));
+	struct rstream *s = calloc(1, sizeof(*s));
 	int r;
 
 	*out = NULL;
@@ -329,7 +329,7 @@ int tc_rstream_open(const char *path, struct tc_rstream **out, char *err, size_t
 	}
 	r = fill_in(s);
 	if (r == 0) {
-		s->comp = tc_comp_detect(s->in, s->in_len);
+		s->comp = rstream_comp_detect(s->in, s->in_len);
 		r = dec_start(s);
 	}
 	if (r < 0) {
@@ -339,26 +339,26 @@ int tc_rstream_open(const char *path, struct tc_rstream **out, char *err, size_t
 	*out = s;
 	return 0;
 fail:
-	tc_rstream_close(s);
+	rstream_close(s);
 	return r;
 }
 
-enum tc_comp tc_rstream_comp(const struct tc_rstream *s)
+enum rstream_comp rstream_comp(const struct rstream *s)
 {
 	return s->comp;
 }
 
-const char *tc_rstream_error(const struct tc_rstream *s)
+const char *rstream_error(const struct rstream *s)
 {
 	return s->err;
 }
 
-uint64_t tc_rstream_offset(const struct tc_rstream *s)
+uint64_t rstream_offset(const struct rstream *s)
 {
 	return s->offset;
 }
 
-ssize_t tc_rstream_read(struct tc_rstream *s, void *buf, size_t len)
+ssize_t rstream_read(struct rstream *s, void *buf, size_t len)
 {
 	size_t got = 0;
 
@@ -379,14 +379,14 @@ ssize_t tc_rstream_read(struct tc_rstream *s, void *buf, size_t len)
 	return (ssize_t)got;
 }
 
-ssize_t tc_rstream_getline(struct tc_rstream *s, char **line)
+ssize_t rstream_getline(struct rstream *s, char **line)
 {
 	size_t n = 0;
 	bool any = false;
 
 	if (!s->obuf) {
 		s->obuf = malloc(OUT_SIZE);
-		s->line = malloc(TC_RSTREAM_LINE_MAX + 2);
+		s->line = malloc(RSTREAM_LINE_MAX + 2);
 		if (!s->obuf || !s->line)
 			return fail(s, -ENOMEM, "out of memory");
 	}
@@ -408,10 +408,10 @@ ssize_t tc_rstream_getline(struct tc_rstream *s, char **line)
 		size_t avail = s->o_len - s->o_pos;
 		char *nl = memchr(start, '\n', avail);
 		size_t take = nl ? (size_t)(nl - start) : avail;
-		if (n + take > TC_RSTREAM_LINE_MAX)
+		if (n + take > RSTREAM_LINE_MAX)
 			return fail(s, -E2BIG, "a line at decompressed byte %llu is longer than "
 				    "%u bytes (binary data? wrong --format?)",
-				    (unsigned long long)s->offset, TC_RSTREAM_LINE_MAX);
+				    (unsigned long long)s->offset, RSTREAM_LINE_MAX);
 		memcpy(s->line + n, start, take);
 		n += take;
 		s->o_pos += take + (nl ? 1 : 0);
@@ -426,7 +426,7 @@ ssize_t tc_rstream_getline(struct tc_rstream *s, char **line)
 	return (ssize_t)n;
 }
 
-void tc_rstream_close(struct tc_rstream *s)
+void rstream_close(struct rstream *s)
 {
 	if (!s)
 		return;

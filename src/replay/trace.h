@@ -22,12 +22,12 @@
  *
  * Normalisation at load: offsets are aligned down and ends up to 512 bytes (counted as
  * unaligned), zero-length requests and operations other than read and write are
- * skipped (counted), lengths above TC_TRACE_MAX_LEN are cut (counted), times become ns
+ * skipped (counted), lengths above TRACE_MAX_LEN are cut (counted), times become ns
  * from the earliest request.  Text formats accept a header line (a first line whose
  * first field is not a number), blank lines and lines starting with '#'.
  */
-#ifndef TC_TRACE_H
-#define TC_TRACE_H
+#ifndef TRACE_H
+#define TRACE_H
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -35,51 +35,51 @@
 
 #include "rstream.h"
 
-enum tc_trace_fmt {
-	TC_TRACE_VSCSI = 0,
-	TC_TRACE_LCS_CSV = 1,
-	TC_TRACE_MSR = 2,
-	TC_TRACE_SYSTOR = 3,
-	TC_TRACE_TENCENT = 4,
-	TC_TRACE_MQSIM = 5,
-	TC_TRACE_ALIBABA = 6,
-	TC_TRACE__COUNT
+enum trace_fmt {
+	TRACE_VSCSI = 0,
+	TRACE_LCS_CSV = 1,
+	TRACE_MSR = 2,
+	TRACE_SYSTOR = 3,
+	TRACE_TENCENT = 4,
+	TRACE_MQSIM = 5,
+	TRACE_ALIBABA = 6,
+	TRACE__COUNT
 };
 
-#define TC_TRACE_MAX_LEN (32u << 20)   /* longest request kept, bytes (NBD's limit) */
+#define TRACE_MAX_LEN (32u << 20)   /* longest request kept, bytes (NBD's limit) */
 
 /* One request, normalised.  32 bytes. */
-struct tc_trace_req {
+struct trace_req {
 	uint64_t t_ns;          /* arrival, ns after the trace's earliest request */
 	uint64_t offset;        /* bytes into its source volume, multiple of 512 */
-	uint32_t length;        /* bytes, multiple of 512, 512..TC_TRACE_MAX_LEN */
-	uint32_t vol;           /* index into tc_trace.vols[] */
+	uint32_t length;        /* bytes, multiple of 512, 512..TRACE_MAX_LEN */
+	uint32_t vol;           /* index into trace.vols[] */
 	uint8_t write;          /* 1 write, 0 read */
 };
 
 /* A source volume of the trace. */
-struct tc_trace_vol {
+struct trace_vol {
 	char *name;             /* the trace's id for it */
 	uint64_t records;       /* read/write records of it in the file (kept or not) */
-	uint64_t kept;          /* requests of it in tc_trace.req[] */
+	uint64_t kept;          /* requests of it in trace.req[] */
 	uint64_t max_end;       /* bytes: highest end of a kept request */
 };
 
-struct tc_trace_opts {
+struct trace_opts {
 	const char *volume;     /* keep only the source volume of this name; NULL: all */
 	uint64_t limit;         /* keep the first N requests in file order; 0: all */
 	uint64_t max_bad;       /* malformed records skipped before failing; 0: the first
 				 * one fails the load */
 };
 
-struct tc_trace {
+struct trace {
 	char *path;
-	enum tc_trace_fmt fmt;
-	enum tc_comp comp;
+	enum trace_fmt fmt;
+	enum rstream_comp comp;
 	int vscsi_version;      /* 1 or 2 (vscsi only) */
-	struct tc_trace_req *req;
+	struct trace_req *req;
 	size_t n;
-	struct tc_trace_vol *vols;
+	struct trace_vol *vols;
 	uint32_t nvols;
 	/* What loading found. */
 	uint64_t records;       /* records (binary) or non-blank data lines (text) read */
@@ -89,7 +89,7 @@ struct tc_trace {
 	uint64_t bad;           /* malformed records skipped (opts.max_bad) */
 	char first_bad[256];    /* "FILE:LINE: why" of the first one, "" if none */
 	uint64_t unaligned;     /* start or end moved to a 512-byte boundary */
-	uint64_t clipped;       /* longer than TC_TRACE_MAX_LEN, cut */
+	uint64_t clipped;       /* longer than TRACE_MAX_LEN, cut */
 	uint64_t out_of_order;  /* a time lower than the record before it */
 	bool sorted;            /* req[] was sorted by time (systor, always) */
 	bool limited;           /* reading stopped at opts.limit */
@@ -99,24 +99,24 @@ struct tc_trace {
 				 * (FILETIME, Unix epoch, or the trace's own zero) */
 };
 
-/* tc_trace_fmt_parse - the format named @name (a --format name), or -EINVAL. */
-int tc_trace_fmt_parse(const char *name);
-const char *tc_trace_fmt_name(enum tc_trace_fmt f);
-/* tc_trace_fmt_list - "vscsi, libcachesim-csv, ..." for messages. */
-const char *tc_trace_fmt_list(void);
+/* trace_fmt_parse - the format named @name (a --format name), or -EINVAL. */
+int trace_fmt_parse(const char *name);
+const char *trace_fmt_name(enum trace_fmt f);
+/* trace_fmt_list - "vscsi, libcachesim-csv, ..." for messages. */
+const char *trace_fmt_list(void);
 
 /*
- * tc_trace_load - read the trace @path ("-": standard input) in format @fmt.
- * @o: NULL for defaults.  Returns 0 and *@out (free with tc_trace_free), or a negative
+ * trace_load - read the trace @path ("-": standard input) in format @fmt.
+ * @o: NULL for defaults.  Returns 0 and *@out (free with trace_free), or a negative
  * errno with a message in @err (@errlen bytes) naming the file, the line or record
  * number and the value at fault: -ENOENT/-EACCES/-EIO (file), -EBADMSG (corrupt
  * compressed data), -EINVAL (a malformed record beyond opts.max_bad), -ENODATA (no
  * read or write request, or none of opts.volume: the message lists the volumes),
  * -ENOMEM.
  */
-int tc_trace_load(const char *path, enum tc_trace_fmt fmt, const struct tc_trace_opts *o,
-		  struct tc_trace **out, char *err, size_t errlen);
+int trace_load(const char *path, enum trace_fmt fmt, const struct trace_opts *o,
+		  struct trace **out, char *err, size_t errlen);
 
-void tc_trace_free(struct tc_trace *t);
+void trace_free(struct trace *t);
 
-#endif /* TC_TRACE_H */
+#endif /* TRACE_H */

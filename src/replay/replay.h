@@ -4,8 +4,8 @@
  * emulated devices in a deterministic context (virtual clock), or a served volume over
  * NBD (real clock).  What `tiercache replay` runs.
  *
- * Steps: tc_replay_map_build() lays the trace's source volumes out on one volume;
- * tc_replay_nbd_connect() (NBD only); tc_replay_run() once per configuration; the
+ * Steps: replay_map_build() lays the trace's source volumes out on one volume;
+ * replay_nbd_connect() (NBD only); replay_run() once per configuration; the
  * result holds counters, hit ratios and latency histograms of the measured phase.
  *
  * Driving (both modes):
@@ -23,18 +23,17 @@
  * result.  NBD mode uses libnbd's asynchronous commands on one connection and
  * CLOCK_MONOTONIC.
  *
- * Hits (library mode only): just before each request is submitted, the cache's map is
- * looked up (through the engine's private header: the public API does not expose
- * which 4 KiB units of a line are valid); the bytes of the request that lie in valid
- * units are its hit bytes, and a request is a hit when all its bytes are.  A request
+ * Hits (library mode only): just before each request is submitted, the volume's
+ * residency is read (tc_volume_valid_bytes); the bytes of the request that lie in valid
+ * 4 KiB units are its hit bytes, and a request is a hit when all its bytes are.  A request
  * submitted while another one is filling the same line counts as a miss.  The engine's
  * own counters (per cache line touched) are reported too.
  *
  * No global state; one run at a time per result.  Errors: negative errno with a message
  * in the caller's buffer.
  */
-#ifndef TC_REPLAY_H
-#define TC_REPLAY_H
+#ifndef REPLAY_H
+#define REPLAY_H
 
 #include <signal.h>
 #include <stdbool.h>
@@ -48,9 +47,10 @@
  * Layout: where each source volume lands.
  */
 
-#define TC_REPLAY_ALIGN (1u << 20)   /* regions start and end on 1 MiB boundaries */
+#define REPLAY_ALIGN (1u << 20)   /* regions start and end on 1 MiB boundaries */
+#define REPLAY_MIN_LINES 16u      /* the smallest cache tc_cache_format makes, lines */
 
-struct tc_replay_map {
+struct replay_map {
 	uint32_t nvols;          /* = the trace's nvols */
 	uint64_t *base;          /* per source volume: first byte of its region */
 	uint64_t *size;          /* per source volume: region bytes (0: no request kept) */
@@ -63,7 +63,7 @@ struct tc_replay_map {
 };
 
 /*
- * tc_replay_map_build - give each source volume with requests a region of
+ * replay_map_build - give each source volume with requests a region of
  * min(extent rounded up to 1 MiB, fair share) bytes, regions back to back from offset
  * 0; the shares are a water-filling of @capacity (bytes: the target's size, or the
  * largest volume to create), so small volumes keep their whole extent.  A request
@@ -71,48 +71,48 @@ struct tc_replay_map {
  * at the region's end if it then straddles it.  Also counts the footprint.
  * Errors: -ENOSPC (@capacity below 1 MiB per region), -ENOMEM.
  */
-int tc_replay_map_build(const struct tc_trace *t, uint64_t capacity, struct tc_replay_map *m,
+int replay_map_build(const struct trace *t, uint64_t capacity, struct replay_map *m,
 			char *err, size_t errlen);
-void tc_replay_map_free(struct tc_replay_map *m);
+void replay_map_free(struct replay_map *m);
 
-/* tc_replay_map_req - the volume offset and length (bytes) of request @r. */
-void tc_replay_map_req(const struct tc_replay_map *m, const struct tc_trace_req *r,
+/* replay_map_req - the volume offset and length (bytes) of request @r. */
+void replay_map_req(const struct replay_map *m, const struct trace_req *r,
 		       uint64_t *off, uint32_t *len);
 
 /* ------------------------------------------------------------------------------------
  * NBD target.
  */
-struct tc_replay_nbd;
+struct replay_nbd;
 
-/* tc_replay_nbd_connect - connect to @uri (nbd://, nbd+unix://; libnbd's syntax).
+/* replay_nbd_connect - connect to @uri (nbd://, nbd+unix://; libnbd's syntax).
  * Returns 0, *@out and the export's size in *@size (bytes), or -EIO / -ENOMEM /
  * -ENOTSUP (built without libnbd) with the message in @err. */
-int tc_replay_nbd_connect(const char *uri, struct tc_replay_nbd **out, uint64_t *size,
+int replay_nbd_connect(const char *uri, struct replay_nbd **out, uint64_t *size,
 			  bool *read_only, char *err, size_t errlen);
-void tc_replay_nbd_close(struct tc_replay_nbd *n);
+void replay_nbd_close(struct replay_nbd *n);
 
 /* ------------------------------------------------------------------------------------
  * Running.
  */
 
-enum tc_replay_devices {
-	TC_REPLAY_DEV_EMU = 0,     /* tc_dev_new_emu over sparse files (the default) */
-	TC_REPLAY_DEV_FILE = 1,    /* tc_dev_open_file, sparse files, no service time */
-	TC_REPLAY_DEV_MEMORY = 2,  /* tc_dev_new_memory, no service time */
+enum replay_devices {
+	REPLAY_DEV_EMU = 0,     /* tc_dev_new_emu over sparse files (the default) */
+	REPLAY_DEV_FILE = 1,    /* tc_dev_open_file, sparse files, no service time */
+	REPLAY_DEV_MEMORY = 2,  /* tc_dev_new_memory, no service time */
 };
 
 /* Progress: called every few hundred requests and once at the end, from the replay's
  * thread.  @done/@total: requests submitted / to replay; @clock_ns: replay clock since
  * the start (virtual or real). */
-typedef void (*tc_replay_progress_fn)(void *opaque, uint64_t done, uint64_t total,
+typedef void (*replay_progress_fn)(void *opaque, uint64_t done, uint64_t total,
 				      uint64_t clock_ns);
 
-struct tc_replay_opts {
-	/* NBD mode when set (connected by tc_replay_nbd_connect); else library mode. */
-	struct tc_replay_nbd *nbd;
+struct replay_opts {
+	/* NBD mode when set (connected by replay_nbd_connect); else library mode. */
+	struct replay_nbd *nbd;
 
 	/* Library mode. */
-	enum tc_replay_devices devices;
+	enum replay_devices devices;
 	const char *hdd_profile;   /* emu profile of the backing; NULL: "hdd" */
 	const char *ssd_profile;   /* emu profile of the cache; NULL: "sata-ssd" */
 	const char *dir;           /* existing folder for the device files (removed by the
@@ -132,17 +132,17 @@ struct tc_replay_opts {
 	unsigned max_inflight;     /* timed: cap on requests in flight; 0: 4096 */
 	uint64_t warmup;           /* requests replayed before the measured phase */
 
-	tc_replay_progress_fn progress;
+	replay_progress_fn progress;
 	void *progress_opaque;
 	const volatile sig_atomic_t *stop;  /* non-zero: stop submitting, let what is in
 					     * flight finish, return -EINTR */
 };
 
-/* tc_replay_opts_default - library mode, emu devices, wb, default cache options, timed
+/* replay_opts_default - library mode, emu devices, wb, default cache options, timed
  * at speed 1, seed 1. */
-void tc_replay_opts_default(struct tc_replay_opts *o);
+void replay_opts_default(struct replay_opts *o);
 
-struct tc_replay_result {
+struct replay_result {
 	bool library;              /* hits, engine and device counters are known */
 	const char *devices;       /* "emu", "file", "memory" or "nbd" */
 	/* The cache (library mode). */
@@ -169,22 +169,18 @@ struct tc_replay_result {
 	uint64_t replay_wall_ns;   /* real time of the request loop */
 	bool interrupted;
 	/* Latency, ns, measured requests. */
-	struct tc_hist lat, lat_read, lat_write;
+	struct hist lat, lat_read, lat_write;
 };
 
 /*
- * tc_replay_run - replay @t laid out by @m with @o into @res (zeroed first).
+ * replay_run - replay @t laid out by @m with @o into @res (zeroed first).
  * Returns 0, -EINTR (o->stop was set: @res holds what ran), or a negative errno with
  * the message in @err: setup failures (device, format, attach, NBD), -EIO when the
  * engine or the connection fails, -EDEADLK when requests stay in flight with nothing
  * left to run.  Requests that complete with an error are counted, not fatal.
  */
-int tc_replay_run(const struct tc_trace *t, const struct tc_replay_map *m,
-		  struct tc_replay_opts *o, struct tc_replay_result *res, char *err,
+int replay_run(const struct trace *t, const struct replay_map *m,
+		  struct replay_opts *o, struct replay_result *res, char *err,
 		  size_t errlen);
 
-/* tc_replay_cache_dev_size - the smallest cache device holding @lines lines of
- * @line_size bytes plus the cache's metadata, bytes. */
-uint64_t tc_replay_cache_dev_size(uint64_t lines, uint32_t line_size);
-
-#endif /* TC_REPLAY_H */
+#endif /* REPLAY_H */

@@ -21,30 +21,30 @@
 
 #define SECTOR 512u
 
-static const char *const fmt_names[TC_TRACE__COUNT] = {
-	[TC_TRACE_VSCSI] = "vscsi",
-	[TC_TRACE_LCS_CSV] = "libcachesim-csv",
-	[TC_TRACE_MSR] = "msr",
-	[TC_TRACE_SYSTOR] = "systor",
-	[TC_TRACE_TENCENT] = "tencent",
-	[TC_TRACE_MQSIM] = "mqsim",
-	[TC_TRACE_ALIBABA] = "alibaba",
+static const char *const fmt_names[TRACE__COUNT] = {
+	[TRACE_VSCSI] = "vscsi",
+	[TRACE_LCS_CSV] = "libcachesim-csv",
+	[TRACE_MSR] = "msr",
+	[TRACE_SYSTOR] = "systor",
+	[TRACE_TENCENT] = "tencent",
+	[TRACE_MQSIM] = "mqsim",
+	[TRACE_ALIBABA] = "alibaba",
 };
 
-int tc_trace_fmt_parse(const char *name)
+int trace_fmt_parse(const char *name)
 {
-	for (int i = 0; i < TC_TRACE__COUNT; i++)
+	for (int i = 0; i < TRACE__COUNT; i++)
 		if (!strcmp(name, fmt_names[i]))
 			return i;
 	return -EINVAL;
 }
 
-const char *tc_trace_fmt_name(enum tc_trace_fmt f)
+const char *trace_fmt_name(enum trace_fmt f)
 {
-	return (unsigned)f < TC_TRACE__COUNT ? fmt_names[f] : "?";
+	return (unsigned)f < TRACE__COUNT ? fmt_names[f] : "?";
 }
 
-const char *tc_trace_fmt_list(void)
+const char *trace_fmt_list(void)
 {
 	return "vscsi, libcachesim-csv, msr, systor, tencent, mqsim, alibaba";
 }
@@ -139,8 +139,8 @@ static int parse_secs(const char *s, uint64_t *ns)
  */
 
 struct loader {
-	struct tc_trace *t;
-	const struct tc_trace_opts *o;
+	struct trace *t;
+	const struct trace_opts *o;
 	char *err;
 	size_t errlen;
 	size_t cap;
@@ -166,7 +166,7 @@ static uint32_t name_hash(const char *s, size_t n)
 /* The index of source volume @name (@n bytes), added if new; -ENOMEM. */
 static int64_t vol_index(struct loader *l, const char *name, size_t n)
 {
-	struct tc_trace *t = l->t;
+	struct trace *t = l->t;
 
 	if (t->nvols * 2 >= l->vhash_mask + 1 || !l->vhash) {
 		uint32_t size = l->vhash ? (l->vhash_mask + 1) * 2 : 64;
@@ -192,7 +192,7 @@ static int64_t vol_index(struct loader *l, const char *name, size_t n)
 	}
 	if (t->nvols == l->vcap) {
 		uint32_t nc = l->vcap ? l->vcap * 2 : 16;
-		struct tc_trace_vol *v = realloc(t->vols, nc * sizeof(*v));
+		struct trace_vol *v = realloc(t->vols, nc * sizeof(*v));
 		if (!v)
 			return -ENOMEM;
 		t->vols = v;
@@ -201,7 +201,7 @@ static int64_t vol_index(struct loader *l, const char *name, size_t n)
 	char *copy = strndup(name, n);
 	if (!copy)
 		return -ENOMEM;
-	t->vols[t->nvols] = (struct tc_trace_vol){ .name = copy };
+	t->vols[t->nvols] = (struct trace_vol){ .name = copy };
 	l->vhash[k] = t->nvols + 1;
 	return t->nvols++;
 }
@@ -248,7 +248,7 @@ static bool loader_full(const struct loader *l)
 static int loader_add(struct loader *l, uint64_t raw_ns, const char *vname, size_t vn,
 		      int op, uint64_t off, uint64_t len)
 {
-	struct tc_trace *t = l->t;
+	struct trace *t = l->t;
 
 	if (op == OP_OTHER) {
 		t->skipped_op++;
@@ -257,7 +257,7 @@ static int loader_add(struct loader *l, uint64_t raw_ns, const char *vname, size
 	int64_t vi = vol_index(l, vname, vn);
 	if (vi < 0)
 		return (int)vi;
-	struct tc_trace_vol *v = &t->vols[vi];
+	struct trace_vol *v = &t->vols[vi];
 	v->records++;
 	if (l->o->volume && l->sel != vi) {
 		if (l->sel >= 0 || strcmp(v->name, l->o->volume)) {
@@ -279,13 +279,13 @@ static int loader_add(struct loader *l, uint64_t raw_ns, const char *vname, size
 	end = (end + SECTOR - 1) / SECTOR * SECTOR;
 	if (start != off || end != off + len)
 		t->unaligned++;
-	if (end - start > TC_TRACE_MAX_LEN) {
+	if (end - start > TRACE_MAX_LEN) {
 		t->clipped++;
-		end = start + TC_TRACE_MAX_LEN;
+		end = start + TRACE_MAX_LEN;
 	}
 	if (t->n == l->cap) {
 		size_t nc = l->cap ? l->cap * 2 : 4096;
-		struct tc_trace_req *r = realloc(t->req, nc * sizeof(*r));
+		struct trace_req *r = realloc(t->req, nc * sizeof(*r));
 		if (!r)
 			return -ENOMEM;
 		t->req = r;
@@ -295,7 +295,7 @@ static int loader_add(struct loader *l, uint64_t raw_ns, const char *vname, size
 		t->out_of_order++;
 	l->prev_raw = raw_ns;
 	l->have_prev = true;
-	t->req[t->n++] = (struct tc_trace_req){ .t_ns = raw_ns, .offset = start,
+	t->req[t->n++] = (struct trace_req){ .t_ns = raw_ns, .offset = start,
 						 .length = (uint32_t)(end - start),
 						 .vol = (uint32_t)vi, .write = op == OP_WRITE };
 	v->kept++;
@@ -332,10 +332,10 @@ static uint64_t le(const unsigned char *p, int n)
 	return v;
 }
 
-static int load_vscsi(struct loader *l, struct tc_rstream *s)
+static int load_vscsi(struct loader *l, struct rstream *s)
 {
 	unsigned char rec[40];
-	struct tc_trace *t = l->t;
+	struct trace *t = l->t;
 	size_t rsize = 0;
 	int r;
 
@@ -346,9 +346,9 @@ static int load_vscsi(struct loader *l, struct tc_rstream *s)
 			return 0;
 		}
 		size_t want = rsize ? rsize : 16;
-		ssize_t got = tc_rstream_read(s, rec, want);
+		ssize_t got = rstream_read(s, rec, want);
 		if (got < 0) {
-			snprintf(l->err, l->errlen, "%s", tc_rstream_error(s));
+			snprintf(l->err, l->errlen, "%s", rstream_error(s));
 			return (int)got;
 		}
 		l->where = t->records + 1;
@@ -374,9 +374,9 @@ static int load_vscsi(struct loader *l, struct tc_rstream *s)
 					 le(rec + 14, 2), le(rec + 2, 2));
 				return -EINVAL;
 			}
-			ssize_t more = tc_rstream_read(s, rec + 16, rsize - 16);
+			ssize_t more = rstream_read(s, rec + 16, rsize - 16);
 			if (more < 0) {
-				snprintf(l->err, l->errlen, "%s", tc_rstream_error(s));
+				snprintf(l->err, l->errlen, "%s", rstream_error(s));
 				return (int)more;
 			}
 			got += more;
@@ -499,30 +499,30 @@ static int mul_ok(struct loader *l, uint64_t a, uint64_t b, uint64_t *out, const
 /* One text record.  Returns 0 (added or skipped), or a negative errno. */
 static int parse_line(struct loader *l, char *line)
 {
-	struct tc_trace *t = l->t;
+	struct trace *t = l->t;
 	char *f[MAX_FIELDS];
 	char vbuf[80];
 	uint64_t ts, a, b, c;
 	int nf, op, r;
-	static const int want[TC_TRACE__COUNT] = {
-		[TC_TRACE_LCS_CSV] = 5, [TC_TRACE_MSR] = 7, [TC_TRACE_SYSTOR] = 6,
-		[TC_TRACE_TENCENT] = 5, [TC_TRACE_MQSIM] = 5, [TC_TRACE_ALIBABA] = 5,
+	static const int want[TRACE__COUNT] = {
+		[TRACE_LCS_CSV] = 5, [TRACE_MSR] = 7, [TRACE_SYSTOR] = 6,
+		[TRACE_TENCENT] = 5, [TRACE_MQSIM] = 5, [TRACE_ALIBABA] = 5,
 	};
-	static const char *const layout[TC_TRACE__COUNT] = {
-		[TC_TRACE_LCS_CSV] = "version,time,op,size,lbn",
-		[TC_TRACE_MSR] = "Timestamp,Hostname,DiskNumber,Type,Offset,Size,ResponseTime",
-		[TC_TRACE_SYSTOR] = "Timestamp,Response,IOType,LUN,Offset,Size",
-		[TC_TRACE_TENCENT] = "Timestamp,Offset,Size,IOType,VolumeID",
-		[TC_TRACE_MQSIM] = "arrival_time device lba size type",
-		[TC_TRACE_ALIBABA] = "device_id,opcode,offset,length,timestamp",
+	static const char *const layout[TRACE__COUNT] = {
+		[TRACE_LCS_CSV] = "version,time,op,size,lbn",
+		[TRACE_MSR] = "Timestamp,Hostname,DiskNumber,Type,Offset,Size,ResponseTime",
+		[TRACE_SYSTOR] = "Timestamp,Response,IOType,LUN,Offset,Size",
+		[TRACE_TENCENT] = "Timestamp,Offset,Size,IOType,VolumeID",
+		[TRACE_MQSIM] = "arrival_time device lba size type",
+		[TRACE_ALIBABA] = "device_id,opcode,offset,length,timestamp",
 	};
 
-	nf = split(line, t->fmt == TC_TRACE_MQSIM ? 0 : ',', f);
+	nf = split(line, t->fmt == TRACE_MQSIM ? 0 : ',', f);
 	if (nf != want[t->fmt])
 		return bad(l, "%d fields where \"%s\" has %d", nf > MAX_FIELDS ? MAX_FIELDS + 1 : nf,
 			   layout[t->fmt], want[t->fmt]);
 	switch (t->fmt) {
-	case TC_TRACE_LCS_CSV:
+	case TRACE_LCS_CSV:
 		NUM(parse_secs(f[1], &ts), "time", f[1]);
 		NUM(parse_hex(f[2], &a), "op", f[2]);
 		NUM(parse_dec(f[3], &b), "size", f[3]);
@@ -530,7 +530,7 @@ static int parse_line(struct loader *l, char *line)
 		if ((r = mul_ok(l, c, SECTOR, &c, "lbn")))
 			return r < 0 ? r : 0;
 		return loader_add(l, ts, "0", 1, scsi_op(a), c, b);
-	case TC_TRACE_MSR: {
+	case TRACE_MSR: {
 		NUM(parse_dec(f[0], &ts), "Timestamp", f[0]);
 		NUM(parse_dec(f[2], &c), "DiskNumber", f[2]);
 		op = rw_word(f[3]);
@@ -543,7 +543,7 @@ static int parse_line(struct loader *l, char *line)
 		size_t vn = (size_t)snprintf(vbuf, sizeof(vbuf), "%.60s_%" PRIu64, f[1], c);
 		return loader_add(l, ts, vbuf, vn, op, a, b);
 	}
-	case TC_TRACE_SYSTOR: {
+	case TRACE_SYSTOR: {
 		NUM(parse_secs(f[0], &ts), "Timestamp", f[0]);
 		op = rw_word(f[2]);
 		if (op < 0)
@@ -555,7 +555,7 @@ static int parse_line(struct loader *l, char *line)
 		size_t vn = vol_name(f[3], vbuf, sizeof(vbuf));
 		return loader_add(l, ts, vbuf, vn, op, a, b);
 	}
-	case TC_TRACE_TENCENT: {
+	case TRACE_TENCENT: {
 		NUM(parse_secs(f[0], &ts), "Timestamp", f[0]);
 		NUM(parse_dec(f[1], &a), "Offset", f[1]);
 		NUM(parse_dec(f[2], &b), "Size", f[2]);
@@ -569,7 +569,7 @@ static int parse_line(struct loader *l, char *line)
 		size_t vn = vol_name(f[4], vbuf, sizeof(vbuf));
 		return loader_add(l, ts, vbuf, vn, op, a, b);
 	}
-	case TC_TRACE_MQSIM: {
+	case TRACE_MQSIM: {
 		NUM(parse_dec(f[0], &ts), "arrival_time", f[0]);
 		NUM(parse_dec(f[2], &a), "lba", f[2]);
 		NUM(parse_dec(f[3], &b), "size", f[3]);
@@ -580,7 +580,7 @@ static int parse_line(struct loader *l, char *line)
 		size_t vn = vol_name(f[1], vbuf, sizeof(vbuf));
 		return loader_add(l, ts, vbuf, vn, op, a, b);
 	}
-	case TC_TRACE_ALIBABA: {
+	case TRACE_ALIBABA: {
 		op = rw_word(f[1]);
 		if (op < 0)
 			return bad(l, "opcode \"%s\" is neither R nor W", f[1]);
@@ -600,16 +600,16 @@ static int parse_line(struct loader *l, char *line)
 }
 
 /* A header line: its first field does not start with a digit. */
-static bool is_header(const char *line, enum tc_trace_fmt fmt)
+static bool is_header(const char *line, enum trace_fmt fmt)
 {
 	while (*line == ' ' || *line == '\t')
 		line++;
 	return !(*line >= '0' && *line <= '9');
 }
 
-static int load_text(struct loader *l, struct tc_rstream *s)
+static int load_text(struct loader *l, struct rstream *s)
 {
-	struct tc_trace *t = l->t;
+	struct trace *t = l->t;
 	uint64_t lineno = 0;
 	bool first = true;
 	char *line;
@@ -619,7 +619,7 @@ static int load_text(struct loader *l, struct tc_rstream *s)
 			t->limited = true;
 			return 0;
 		}
-		ssize_t n = tc_rstream_getline(s, &line);
+		ssize_t n = rstream_getline(s, &line);
 		if (n == -1)
 			return 0;
 		lineno++;
@@ -628,9 +628,9 @@ static int load_text(struct loader *l, struct tc_rstream *s)
 			if (n == -E2BIG)
 				snprintf(l->err, l->errlen, "%s:%" PRIu64 ": line longer than %u bytes "
 					 "(binary data? wrong --format?)", t->path, lineno,
-					 TC_RSTREAM_LINE_MAX);
+					 RSTREAM_LINE_MAX);
 			else
-				snprintf(l->err, l->errlen, "%s", tc_rstream_error(s));
+				snprintf(l->err, l->errlen, "%s", rstream_error(s));
 			return (int)n;
 		}
 		const char *p = line;
@@ -651,10 +651,10 @@ static int load_text(struct loader *l, struct tc_rstream *s)
 }
 
 /* Stable bottom-up merge sort of @n requests by time; -ENOMEM. */
-static int sort_by_time(struct tc_trace_req *a, size_t n)
+static int sort_by_time(struct trace_req *a, size_t n)
 {
-	struct tc_trace_req *tmp = malloc((n ? n : 1) * sizeof(*tmp));
-	struct tc_trace_req *src = a, *dst = tmp;
+	struct trace_req *tmp = malloc((n ? n : 1) * sizeof(*tmp));
+	struct trace_req *src = a, *dst = tmp;
 
 	if (!tmp)
 		return -ENOMEM;
@@ -670,7 +670,7 @@ static int sort_by_time(struct tc_trace_req *a, size_t n)
 			while (j < hi)
 				dst[k++] = src[j++];
 		}
-		struct tc_trace_req *x = src;
+		struct trace_req *x = src;
 		src = dst;
 		dst = x;
 	}
@@ -680,7 +680,7 @@ static int sort_by_time(struct tc_trace_req *a, size_t n)
 	return 0;
 }
 
-void tc_trace_free(struct tc_trace *t)
+void trace_free(struct trace *t)
 {
 	if (!t)
 		return;
@@ -692,18 +692,18 @@ void tc_trace_free(struct tc_trace *t)
 	free(t);
 }
 
-int tc_trace_load(const char *path, enum tc_trace_fmt fmt, const struct tc_trace_opts *o,
-		  struct tc_trace **out, char *err, size_t errlen)
+int trace_load(const char *path, enum trace_fmt fmt, const struct trace_opts *o,
+		  struct trace **out, char *err, size_t errlen)
 {
-	static const struct tc_trace_opts defaults;
-	struct tc_rstream *s = NULL;
-	struct tc_trace *t;
+	static const struct trace_opts defaults;
+	struct rstream *s = NULL;
+	struct trace *t;
 	int r;
 
 	*out = NULL;
 	if (err && errlen)
 		err[0] = '\0';
-	if ((unsigned)fmt >= TC_TRACE__COUNT) {
+	if ((unsigned)fmt >= TRACE__COUNT) {
 		snprintf(err, errlen, "%s: unknown trace format %d", path, (int)fmt);
 		return -EINVAL;
 	}
@@ -717,12 +717,12 @@ int tc_trace_load(const char *path, enum tc_trace_fmt fmt, const struct tc_trace
 	struct loader l = { .t = t, .o = o ? o : &defaults, .err = err, .errlen = errlen,
 			    .sel = -1 };
 
-	r = tc_rstream_open(path, &s, err, errlen);
+	r = rstream_open(path, &s, err, errlen);
 	if (r)
 		goto fail;
-	t->comp = tc_rstream_comp(s);
-	r = fmt == TC_TRACE_VSCSI ? load_vscsi(&l, s) : load_text(&l, s);
-	tc_rstream_close(s);
+	t->comp = rstream_comp(s);
+	r = fmt == TRACE_VSCSI ? load_vscsi(&l, s) : load_text(&l, s);
+	rstream_close(s);
 	if (r == -ENOMEM)
 		snprintf(err, errlen, "%s: out of memory after %zu requests", path, t->n);
 	if (r)
@@ -743,7 +743,7 @@ int tc_trace_load(const char *path, enum tc_trace_fmt fmt, const struct tc_trace
 		}
 		goto fail;
 	}
-	if (fmt == TC_TRACE_SYSTOR && t->out_of_order) {
+	if (fmt == TRACE_SYSTOR && t->out_of_order) {
 		r = sort_by_time(t->req, t->n);
 		if (r) {
 			snprintf(err, errlen, "%s: out of memory sorting %zu requests", path, t->n);
@@ -767,6 +767,6 @@ int tc_trace_load(const char *path, enum tc_trace_fmt fmt, const struct tc_trace
 	return 0;
 fail:
 	free(l.vhash);
-	tc_trace_free(t);
+	trace_free(t);
 	return r;
 }
