@@ -27,7 +27,9 @@ FRONT_END_SRC = ["src/cli", "src/nbd", "src/ctl", "src/replay", "bench", "tests/
 # Front-end sources that may use the test API: the benchmarks and test programs, and
 # the testing hooks a server offers only when started with --testing.
 TEST_API_USERS = [r"^bench/", r"^tests/", r"^src/cli/cmd_debug\.c$", r"^src/nbd/plugin\.c$",
-                  r"^src/ctl/ctl(_ops)?\.c$"]
+                  r"^src/ctl/ctl(_ops)?\.c$",
+                  # the replay abandons a cache whose requests never complete (a stall)
+                  r"^src/replay/replay\.c$"]
 
 
 def declared(path):
@@ -78,7 +80,11 @@ def main():
         bad.append("src/libtiercache.map: %s is declared in a public header but not listed" % n)
     for n in sorted(listed - (public | test_api)):
         bad.append("src/libtiercache.map: %s is listed but declared in no public header" % n)
-    so = os.path.join(build, "libtiercache.so")
+    libs = sorted((f for f in glob.glob(os.path.join(build, "libtiercache.so*"))
+                   if os.path.isfile(f) and not f.endswith(".p")), key=len)
+    if not libs:
+        raise SystemExit("check-boundary: no libtiercache.so* in %s" % build)
+    so = libs[-1]   # the real file (libtiercache.so.X.Y.Z), not a link
     exported = set()
     for line in nm(["-D", "--defined-only"], so):
         parts = line.split()
