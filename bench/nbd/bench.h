@@ -40,25 +40,29 @@
 #define BENCH_FAIL 1
 #define BENCH_USAGE 2
 
-#define VOLNAME "bench"
-#define MAXQD 16
-#define MAXT 8
+#define VOLNAME "bench"  /* the volume every target serves */
+#define MAXQD 16        /* queue depths per list */
+#define MAXT 8          /* targets */
 #define NWORK 5         /* entries of workloads[] */
 
+/* What serves a target: the backing alone, tiercache, nbdkit's cache filter. */
 enum tkind { T_UNCACHED, T_TC, T_NBDKIT };
 
+/* One target of the comparison (--targets). */
 struct target {
 	char name[16];          /* "uncached", "tc-wb", "nbdkit-wt" */
 	enum tkind kind;
 	char mode[4];           /* "wb" ... for T_TC and T_NBDKIT */
 };
 
+/* One workload: a job file of the fio folder. */
 struct workload {
 	const char *name;
 	const char *job;        /* file in the fio dir */
 	bool seq, warmup, db;
 };
 
+/* One measured fio run: a target, a workload, a queue depth. */
 struct result {
 	int target, work;
 	unsigned qd;
@@ -71,6 +75,7 @@ struct result {
 	char fio_out[64];       /* relative to the out dir */
 };
 
+/* The whole run: its options, then its state. */
 struct bench {
 	/* configuration */
 	bool quick, json, force;
@@ -174,6 +179,8 @@ double jget_d(json_object *o, const char *key);
 void fmt_lat(double us, char *buf, size_t len);
 /* jnum - a number, or JSON null for NaN and infinities. */
 json_object *jnum(double v);
+/* print_tables - on @f: one row per run (IOPS, MB/s, latency, hit ratio), then the
+ * IOPS ratios between targets per workload and queue depth. */
 void print_tables(const struct bench *b, FILE *f);
 /* make_json - the whole run as one object (the caller puts it). */
 json_object *make_json(const struct bench *b);

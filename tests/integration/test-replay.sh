@@ -80,6 +80,26 @@ check "$T/mrc.json" '.mrc[1].miss_ratio <= .mrc[0].miss_ratio' "miss ratio falls
 check "$T/mrc.json" '.mrc[1].line_miss_ratio < .mrc[0].line_miss_ratio' "line miss ratio falls"
 [ -z "$(ls -A "$WORK")" ] || fail "temporary files left in $WORK"
 
+# --- fill and admission -----------------------------------------------------------------
+# Filling the whole line serves later reads of its other units; nhit 255 admits little.
+log "--fill, --admission"
+opt_run() { # NAME OPTION...: a short replay with OPTIONs into $T/NAME.json
+	n=$1
+	shift
+	tc replay "$CP" -f vscsi --limit 10000 --devices memory --volume-cap 4G --tmpdir "$WORK" \
+		--json "$@" >"$T/$n.json" 2>"$T/$n.err" || fail "$*: exit $?: $(cat "$T/$n.err")"
+}
+opt_run line --fill line
+opt_run sectors --fill sectors
+opt_run nhit --admission nhit --nhit 255
+check "$T/line.json" '.cache.bypassed_admission == 0' "--admission always (the default): no miss bypassed"
+jq -e --slurpfile s "$T/sectors.json" \
+	'.read_byte_hit_ratio > $s[0].read_byte_hit_ratio and
+	 .cache.read_line_partial_hits < $s[0].cache.read_line_partial_hits' \
+	"$T/line.json" >/dev/null || fail "--fill line does not beat --fill sectors"
+check "$T/nhit.json" '.cache.bypassed_admission > 0' "--admission nhit --nhit 255 bypasses"
+[ -z "$(ls -A "$WORK")" ] || fail "temporary files left in $WORK"
+
 # --- a compressed multi-volume trace, one volume ---------------------------------------
 log "gzip Tencent fixture, --trace-volume"
 gzip -c "$FIX/tencent.csv" >"$T/cbs.gz"
