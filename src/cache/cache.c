@@ -1328,20 +1328,12 @@ void tc_cache_abandon(tc_cache *c)
 struct sync_io {
 	struct tc_io io;
 	struct iovec iov;
-	volatile bool done;
-	int result;
-	tc_ctx *ctx;
+	struct tc_waiter w;
 };
 
 static void sync_done(struct tc_io *io, int result)
 {
-	struct sync_io *s = (struct sync_io *)io;
-	tc_ctx *ctx = s->ctx;
-	s->result = result;
-	/* After this store the waiter may return and reuse its stack (and @s): touch
-	 * nothing of it. */
-	__atomic_store_n(&s->done, true, __ATOMIC_RELEASE);
-	tc_ctx_wake(ctx);
+	tc_waiter_done(&((struct sync_io *)io)->w, result);   /* last: on its stack */
 }
 
 int tc_volume_io(tc_volume *v, enum tc_op op, unsigned flags, void *buf, uint64_t len,
@@ -1349,7 +1341,7 @@ int tc_volume_io(tc_volume *v, enum tc_op op, unsigned flags, void *buf, uint64_
 {
 	struct sync_io s;
 	memset(&s, 0, sizeof(s));
-	s.ctx = v->cache->ctx;
+	tc_waiter_init(&s.w, v->cache->ctx);
 	s.iov.iov_base = buf;
 	s.iov.iov_len = len;
 	s.io.op = (uint8_t)op;
@@ -1362,8 +1354,7 @@ int tc_volume_io(tc_volume *v, enum tc_op op, unsigned flags, void *buf, uint64_
 	}
 	s.io.done = sync_done;
 	tc_volume_submit(v, &s.io);
-	int r = tc_ctx_wait_until(s.ctx, (const volatile bool *)&s.done);
-	return r ? r : s.result;
+	return tc_waiter_wait(&s.w);
 }
 
 int tc_volume_pread(tc_volume *v, void *buf, uint64_t len, uint64_t off)

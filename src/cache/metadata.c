@@ -367,31 +367,22 @@ void tc_meta_tick(struct tc_cache *c, uint64_t now)
 
 
 struct sync_commit {
-	struct tc_commit_waiter w;
-	volatile bool done;
-	int result;
-	tc_ctx *ctx;
+	struct tc_commit_waiter cw;
+	struct tc_waiter *w;
 };
 
-static void sync_commit_done(struct tc_commit_waiter *w, int result)
+static void sync_commit_done(struct tc_commit_waiter *cw, int result)
 {
-	struct sync_commit *s = (struct sync_commit *)w;
-	tc_ctx *ctx = s->ctx;
-	s->result = result;
-	/* The waiter may return once done is set: @s is its stack, touch it no more. */
-	__atomic_store_n(&s->done, true, __ATOMIC_RELEASE);
-	tc_ctx_wake(ctx);
+	tc_waiter_done(((struct sync_commit *)cw)->w, result);   /* last: on its stack */
 }
 
 int tc_meta_commit_sync(struct tc_cache *c)
 {
-	struct sync_commit s;
-	memset(&s, 0, sizeof(s));
-	s.ctx = c->ctx;
-	s.w.fn = sync_commit_done;
-	tc_meta_commit_wait(c, &s.w);
-	int r = tc_ctx_wait_until(c->ctx, (const volatile bool *)&s.done);
-	return r ? r : s.result;
+	struct tc_waiter w;
+	struct sync_commit s = { .cw.fn = sync_commit_done, .w = &w };
+	tc_waiter_init(&w, c->ctx);
+	tc_meta_commit_wait(c, &s.cw);
+	return tc_waiter_wait(&w);
 }
 
 /* ---- load (recovery) ----------------------------------------------------------------- */
