@@ -103,8 +103,8 @@ void tc_line_unmap(struct tc_cache *c, uint32_t slot)
 
 /* ---- in-flight records ------------------------------------------------------------ */
 
-struct tc_inflight *tc_inflight_get(struct tc_cache *c, struct tc_stripe *s, uint64_t key,
-				    bool create)
+struct tc_inflight *tc_inflight_get(struct tc_cache *c, struct tc_lock_shard *s,
+				    uint64_t key, bool create)
 {
 	for (struct tc_inflight *i = s->inflight; i; i = i->next)
 		if (i->key == key) {
@@ -127,7 +127,7 @@ struct tc_inflight *tc_inflight_get(struct tc_cache *c, struct tc_stripe *s, uin
 	return i;
 }
 
-void tc_inflight_put(struct tc_cache *c, struct tc_stripe *s, struct tc_inflight *inf)
+void tc_inflight_put(struct tc_cache *c, struct tc_lock_shard *s, struct tc_inflight *inf)
 {
 	if (--inf->refs)
 		return;
@@ -148,8 +148,8 @@ void tc_inflight_put(struct tc_cache *c, struct tc_stripe *s, struct tc_inflight
  * The policy asks whether @slot may go.  It may if the line is clean in memory, no
  * durable or committing metadata records dirty data in it (TC_LINE_DISK_DIRTY), and no
  * request holds or waits for it.  Saying yes evicts it on the spot (the policy returns
- * the first slot accepted), under the victim's stripe lock, taken with trylock because
- * the allocator lock is held (lock order: stripe before allocator).
+ * the first slot accepted), under the victim's shard lock, taken with trylock because
+ * the allocator lock is held (lock order: shard before allocator).
  */
 static bool can_evict(void *arg, uint32_t slot)
 {
@@ -161,7 +161,7 @@ static bool can_evict(void *arg, uint32_t slot)
 	if (!vol)
 		return true;   /* already free */
 	uint64_t key = tc_line_key(vol, line_no);
-	struct tc_stripe *s = tc_stripe_of(c, key);
+	struct tc_lock_shard *s = tc_shard_of(c, key);
 	if (pthread_mutex_trylock(&s->lock))
 		return false;
 	bool busy = false;
@@ -626,18 +626,18 @@ static void cache_free(struct tc_cache *c)
 	if (c->repl)
 		c->repl_ops->destroy(c->repl);
 	tc_admit_fini(&c->admit);
-	if (c->stripes) {
-		for (uint32_t i = 0; i <= c->stripe_mask; i++) {
-			struct tc_inflight *n, *inf = c->stripes[i].inflight;
+	if (c->shards) {
+		for (uint32_t i = 0; i <= c->shard_mask; i++) {
+			struct tc_inflight *n, *inf = c->shards[i].inflight;
 			for (; inf; inf = n) {
 				n = inf->next;
 				free(inf);
 			}
-			free(c->stripes[i].spare);
-			pthread_mutex_destroy(&c->stripes[i].lock);
+			free(c->shards[i].spare);
+			pthread_mutex_destroy(&c->shards[i].lock);
 		}
 	}
-	free(c->stripes);
+	free(c->shards);
 	free(c->buckets);
 	free(c->free_slots);
 	free(c->lines);
@@ -661,17 +661,17 @@ static int cache_alloc_structs(struct tc_cache *c)
 	c->buckets = malloc(sizeof(uint32_t) * nb);
 	c->bucket_mask = nb - 1;
 	uint32_t ns = nb < 1024 ? nb : 1024;
-	c->stripes = calloc(ns, sizeof(*c->stripes));
-	c->stripe_mask = ns - 1;
+	c->shards = calloc(ns, sizeof(*c->shards));
+	c->shard_mask = ns - 1;
 	if (!c->sb.csum_off)
 		c->csum = calloc((size_t)n * c->units, sizeof(*c->csum));
-	if (!c->lines || !c->free_slots || !c->buckets || !c->stripes ||
+	if (!c->lines || !c->free_slots || !c->buckets || !c->shards ||
 	    (!c->sb.csum_off && !c->csum))
 		return -ENOMEM;
 	for (uint32_t i = 0; i < nb; i++)
 		c->buckets[i] = TC_SLOT_NONE;
 	for (uint32_t i = 0; i < ns; i++)
-		pthread_mutex_init(&c->stripes[i].lock, NULL);
+		pthread_mutex_init(&c->shards[i].lock, NULL);
 	for (uint32_t i = 0; i < n; i++)
 		c->lines[i].hnext = TC_SLOT_NONE;
 	c->repl_ops = tc_repl_ops_get(c->sb.replacement);
@@ -765,7 +765,7 @@ uint64_t tc_volume_valid_bytes(tc_volume *v, uint64_t off, uint64_t len)
 		uint64_t lstart = (uint64_t)line_no << c->line_shift;
 		uint64_t lend = lstart + c->line_size < end ? lstart + c->line_size : end;
 		uint64_t key = tc_line_key(v->id, line_no);
-		struct tc_stripe *st = tc_stripe_of(c, key);
+		struct tc_lock_shard *st = tc_shard_of(c, key);
 		uint16_t valid = 0;
 
 		pthread_mutex_lock(&st->lock);
@@ -918,7 +918,7 @@ static void drop_volume_lines(struct tc_cache *c, uint8_t id)
 		struct tc_line peek = tc_line_peek(l);
 		if (peek.vol != id)
 			continue;
-		struct tc_stripe *s = tc_stripe_of(c, tc_line_key(id, peek.line_no));
+		struct tc_lock_shard *s = tc_shard_of(c, tc_line_key(id, peek.line_no));
 		pthread_mutex_lock(&s->lock);
 		if (l->vol == id && (l->valid || l->dirty))
 			tc_line_set_bits(c, i, 0, 0);
@@ -934,7 +934,7 @@ static void free_volume_slots(struct tc_cache *c, uint8_t id)
 		struct tc_line peek = tc_line_peek(l);
 		if (peek.vol != id)
 			continue;
-		struct tc_stripe *s = tc_stripe_of(c, tc_line_key(id, peek.line_no));
+		struct tc_lock_shard *s = tc_shard_of(c, tc_line_key(id, peek.line_no));
 		pthread_mutex_lock(&s->lock);
 		bool mine = l->vol == id && !l->dirty &&
 			    !(tc_line_flags_load(l) & TC_LINE_DISK_DIRTY);

@@ -4,7 +4,7 @@
  *
  * Map: a flat array of struct tc_line (one per cache slot) plus a chained hash index
  * (buckets[] of slot numbers, chains through tc_line.hnext).  A bucket belongs to a
- * stripe; the stripe mutex protects the bucket chains, the lines hashed there and the
+ * lock shard; the shard mutex protects the bucket chains, the lines hashed there and the
  * in-flight records of those lines.  No cache-wide lock on the hit path.
  *
  * In-flight records (struct tc_inflight) exist only for lines with requests in
@@ -13,8 +13,8 @@
  * generation, bumped by every write, discard and invalidation, so the cleaner can tell
  * whether a line was rewritten while its writeback was in flight.
  *
- * Lock order: stripe lock -> md block lock.  The allocator lock is taken with no
- * stripe lock held; under it, victims' stripes are only try-locked.
+ * Lock order: shard lock -> md block lock.  The allocator lock is taken with no
+ * shard lock held; under it, victims' shards are only try-locked.
  */
 #ifndef TC_CACHE_PRIV_H
 #define TC_CACHE_PRIV_H
@@ -44,7 +44,7 @@ struct tc_inflight {
 	struct tc_sub *wait_head, *wait_tail;
 };
 
-struct tc_stripe {
+struct tc_lock_shard {
 	pthread_mutex_t lock;
 	struct tc_inflight *inflight;
 	struct tc_inflight *spare;       /* one freed record kept for reuse */
@@ -187,8 +187,8 @@ struct tc_cache {
 	struct tc_line *lines;
 	uint32_t *buckets;
 	uint32_t bucket_mask;
-	struct tc_stripe *stripes;
-	uint32_t stripe_mask;
+	struct tc_lock_shard *shards;
+	uint32_t shard_mask;
 	/* Allocator. */
 	pthread_mutex_t alloc_lock;
 	uint32_t *free_slots;
@@ -232,28 +232,28 @@ static inline uint32_t tc_hash_key(uint64_t key)
 	key ^= key >> 33;
 	return (uint32_t)key;
 }
-static inline struct tc_stripe *tc_stripe_of(struct tc_cache *c, uint64_t key)
+static inline struct tc_lock_shard *tc_shard_of(struct tc_cache *c, uint64_t key)
 {
-	return &c->stripes[tc_hash_key(key) & c->bucket_mask & c->stripe_mask];
+	return &c->shards[tc_hash_key(key) & c->bucket_mask & c->shard_mask];
 }
-/* Under the stripe lock of @key. */
+/* Under the shard lock of @key. */
 uint32_t tc_map_lookup(struct tc_cache *c, uint64_t key);
 void tc_map_insert(struct tc_cache *c, uint32_t slot);
 void tc_map_remove(struct tc_cache *c, uint32_t slot);
 
-/* Line state changes under the stripe lock: update valid/dirty with accounting and
+/* Line state changes under the shard lock: update valid/dirty with accounting and
  * mark the md block changed. */
 void tc_line_set_bits(struct tc_cache *c, uint32_t slot, uint16_t valid, uint16_t dirty);
-/* Unmap a slot entirely (stripe lock held): drops valid/dirty with accounting. */
+/* Unmap a slot entirely (shard lock held): drops valid/dirty with accounting. */
 void tc_line_unmap(struct tc_cache *c, uint32_t slot);
 
-/* In-flight records (stripe lock held). */
-struct tc_inflight *tc_inflight_get(struct tc_cache *c, struct tc_stripe *s, uint64_t key,
-				    bool create);
-void tc_inflight_put(struct tc_cache *c, struct tc_stripe *s, struct tc_inflight *inf);
+/* In-flight records (shard lock held). */
+struct tc_inflight *tc_inflight_get(struct tc_cache *c, struct tc_lock_shard *s,
+				    uint64_t key, bool create);
+void tc_inflight_put(struct tc_cache *c, struct tc_lock_shard *s, struct tc_inflight *inf);
 
 /* Allocation: a slot for @key, not yet in the hash, vol/line_no set and inserted in
- * the policy.  No stripe lock held.  Returns TC_SLOT_NONE if nothing is evictable. */
+ * the policy.  No shard lock held.  Returns TC_SLOT_NONE if nothing is evictable. */
 uint32_t tc_slot_alloc(struct tc_cache *c, uint8_t vol, uint32_t line_no);
 
 /* ---- metadata (metadata.c) ---- */
@@ -283,9 +283,9 @@ int tc_backing_sb_write(struct tc_volume *v);
 void tc_cache_error(struct tc_cache *c, struct tc_volume *v, const char *what, int err);
 /* Free every request still in flight, without completing it (process death). */
 void tc_requests_abandon(struct tc_cache *c);
-/* Drop a shared hold the cleaner took directly on @inf (stripe lock not held), waking
+/* Drop a shared hold the cleaner took directly on @inf (shard lock not held), waking
  * waiters; the reference stays. */
-void tc_inflight_release_shared(struct tc_cache *c, struct tc_stripe *s,
+void tc_inflight_release_shared(struct tc_cache *c, struct tc_lock_shard *s,
 				struct tc_inflight *inf);
 
 /* ---- cleaner (cleaner.c) ---- */

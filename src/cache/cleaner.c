@@ -47,7 +47,7 @@ void tc_cleaner_fini(struct tc_cache *c)
 	free(cl->iovs);
 	free(cl->scan);
 	/* A batch abandoned mid-flight (process death) leaves in-flight references that
-	 * cache_free() releases with the stripes. */
+	 * cache_free() releases with the shards. */
 }
 
 /* Bytes per second the volume may write back now; UINT64_MAX = unlimited; 0 = idle. */
@@ -180,7 +180,7 @@ static void batch_release(struct tc_cache *c)
 	struct tc_cleaner *cl = &c->cleaner;
 	for (uint32_t i = 0; i < cl->n; i++) {
 		struct tc_clean_line *ln = &cl->lines[i];
-		struct tc_stripe *s = tc_stripe_of(c, tc_line_key(cl->vol->id, ln->line_no));
+		struct tc_lock_shard *s = tc_shard_of(c, tc_line_key(cl->vol->id, ln->line_no));
 		tc_inflight_release_shared(c, s, ln->inf);
 	}
 }
@@ -204,7 +204,7 @@ static void batch_finish(struct tc_cache *c)
 	for (uint32_t i = 0; i < cl->n; i++) {
 		struct tc_clean_line *ln = &cl->lines[i];
 		uint64_t key = tc_line_key(v->id, ln->line_no);
-		struct tc_stripe *s = tc_stripe_of(c, key);
+		struct tc_lock_shard *s = tc_shard_of(c, key);
 		pthread_mutex_lock(&s->lock);
 		struct tc_line *l = &c->lines[ln->slot];
 		if (!err && ln->inf->gen == ln->gen && l->vol == v->id &&
@@ -341,7 +341,7 @@ static uint32_t batch_collect(struct tc_cache *c, struct tc_volume *v, uint64_t 
 	for (uint32_t k = 0; k < cnt && n < TC_CLEAN_BATCH && bytes < budget; k++) {
 		uint32_t slot = (uint32_t)keys[k], line_no = (uint32_t)(keys[k] >> 32);
 		uint64_t key = tc_line_key(v->id, line_no);
-		struct tc_stripe *s = tc_stripe_of(c, key);
+		struct tc_lock_shard *s = tc_shard_of(c, key);
 		pthread_mutex_lock(&s->lock);
 		struct tc_line *l = &c->lines[slot];
 		struct tc_inflight *inf = NULL;

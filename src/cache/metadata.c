@@ -317,7 +317,7 @@ static void commit_start_locked(struct tc_cache *c)
 		}
 		m->nsnap = k;
 	}
-	/* The I/O starts from a work item: the caller may hold a stripe lock's worth of
+	/* The I/O starts from a work item: the caller may hold a shard lock's worth of
 	 * context, and completions must never run inside submit paths. */
 	m->work.fn = commit_start_work;
 	tc_ctx_defer(c->ctx, &m->work);

@@ -2,8 +2,8 @@
 /*
  * request.c - the I/O paths: a client request is split into one sub-request per cache
  * line; each sub-request takes the line lock (an in-flight record, see cache_priv.h),
- * plans under the stripe lock, then runs up to three rounds of device I/O and
- * finishes under the stripe lock again.  Nothing blocks a thread: a sub-request that
+ * plans under the shard lock, then runs up to three rounds of device I/O and
+ * finishes under the shard lock again.  Nothing blocks a thread: a sub-request that
  * must wait for a line is queued on the line's in-flight record and resumed by the
  * holder's unlock through a context work item.
  *
@@ -74,7 +74,7 @@ struct tc_sub {
 	bool want_excl, excl, holding;
 	uint8_t route;
 	struct tc_inflight *inf;
-	struct tc_stripe *stripe;
+	struct tc_lock_shard *shard;
 	uint32_t slot;
 	uint16_t touched, full;    /* units touched / fully covered */
 	uint16_t from_cache;       /* units read from the slot */
@@ -266,8 +266,8 @@ static void sub_slot_runs(struct tc_sub *s, uint16_t mask, bool write, unsigned 
 
 /* ---- line lock ---------------------------------------------------------------------- */
 
-/* Grant the line to waiters at the head of the queue (stripe lock held); returns the
- * list of granted sub-requests, to be resumed after the stripe lock is dropped. */
+/* Grant the line to waiters at the head of the queue (shard lock held); returns the
+ * list of granted sub-requests, to be resumed after the shard lock is dropped. */
 static struct tc_sub *line_grant(struct tc_inflight *inf)
 {
 	struct tc_sub *granted = NULL, **tail = &granted;
@@ -297,7 +297,7 @@ static struct tc_sub *line_grant(struct tc_inflight *inf)
 static void sub_resume_work(struct tc_work *w)
 {
 	struct tc_sub *s = (struct tc_sub *)((char *)w - offsetof(struct tc_sub, work));
-	pthread_mutex_lock(&s->stripe->lock);
+	pthread_mutex_lock(&s->shard->lock);
 	sub_locked(s);
 }
 
@@ -312,7 +312,7 @@ static void resume_granted(struct tc_cache *c, struct tc_sub *g)
 	}
 }
 
-void tc_inflight_release_shared(struct tc_cache *c, struct tc_stripe *s,
+void tc_inflight_release_shared(struct tc_cache *c, struct tc_lock_shard *s,
 				struct tc_inflight *inf)
 {
 	pthread_mutex_lock(&s->lock);
@@ -322,7 +322,7 @@ void tc_inflight_release_shared(struct tc_cache *c, struct tc_stripe *s,
 	resume_granted(c, g);
 }
 
-/* Release the line (stripe lock held); returns waiters to resume. */
+/* Release the line (shard lock held); returns waiters to resume. */
 static struct tc_sub *line_release_locked(struct tc_cache *c, struct tc_sub *s)
 {
 	struct tc_inflight *inf = s->inf;
@@ -332,17 +332,17 @@ static struct tc_sub *line_release_locked(struct tc_cache *c, struct tc_sub *s)
 		inf->readers--;
 	s->holding = false;
 	struct tc_sub *g = line_grant(inf);
-	tc_inflight_put(c, s->stripe, inf);
+	tc_inflight_put(c, s->shard, inf);
 	s->inf = NULL;
 	return g;
 }
 
-/* Try to take the line in the mode s->want_excl asks (stripe lock held).  Returns true
+/* Try to take the line in the mode s->want_excl asks (shard lock held).  Returns true
  * if taken; otherwise the sub-request is queued and will be resumed by a release. */
 static bool line_acquire(struct tc_cache *c, struct tc_sub *s)
 {
 	if (!s->inf) {
-		s->inf = tc_inflight_get(c, s->stripe, s->key, true);
+		s->inf = tc_inflight_get(c, s->shard, s->key, true);
 		if (!s->inf)
 			return false;  /* out of memory: the caller fails the sub-request */
 	}
@@ -553,10 +553,10 @@ static void sub_done(struct tc_sub *s, int err)
 {
 	struct tc_cache *c = s->c;
 	struct tc_sub *g = NULL;
-	pthread_mutex_lock(&s->stripe->lock);
+	pthread_mutex_lock(&s->shard->lock);
 	if (s->holding)
 		g = line_release_locked(c, s);
-	pthread_mutex_unlock(&s->stripe->lock);
+	pthread_mutex_unlock(&s->shard->lock);
 	resume_granted(c, g);
 	if (s->kind == SUB_WRITE && s->route == ROUTE_WB && s->step >= 30)
 		atomic_fetch_sub(&s->vol->wb_inflight, 1);
@@ -576,7 +576,7 @@ static void sub_done(struct tc_sub *s, int err)
 	req_part_done(s->req, err);
 }
 
-/* ---- planning (stripe lock and line lock held) -------------------------------------- */
+/* ---- planning (shard lock and line lock held) -------------------------------------- */
 
 static uint8_t effective_route(struct tc_sub *s)
 {
@@ -604,13 +604,13 @@ static uint8_t effective_route(struct tc_sub *s)
 	}
 }
 
-/* Drop the stripe lock, allocate a slot for the line, retake the lock and install it. */
+/* Drop the shard lock, allocate a slot for the line, retake the lock and install it. */
 static void plan_alloc(struct tc_sub *s)
 {
 	struct tc_cache *c = s->c;
-	pthread_mutex_unlock(&s->stripe->lock);
+	pthread_mutex_unlock(&s->shard->lock);
 	uint32_t slot = tc_slot_alloc(c, s->vol->id, s->line_no);
-	pthread_mutex_lock(&s->stripe->lock);
+	pthread_mutex_lock(&s->shard->lock);
 	if (slot == TC_SLOT_NONE)
 		return;
 	tc_map_insert(c, slot);
@@ -726,7 +726,7 @@ static void plan_write(struct tc_sub *s)
 	s->step = 30;
 }
 
-/* Resume point with the stripe lock held: take the line, then plan. */
+/* Resume point with the shard lock held: take the line, then plan. */
 static void sub_locked(struct tc_sub *s)
 {
 	struct tc_cache *c = s->c;
@@ -734,7 +734,7 @@ static void sub_locked(struct tc_sub *s)
 		/* Read before unlocking: once queued, another thread may resume, finish and
 		 * reset this sub-request at any time. */
 		bool oom = !s->inf;
-		pthread_mutex_unlock(&s->stripe->lock);
+		pthread_mutex_unlock(&s->shard->lock);
 		if (oom)
 			req_part_done(s->req, -ENOMEM);
 		return;   /* queued; resumed by the holder */
@@ -747,13 +747,13 @@ static void sub_locked(struct tc_sub *s)
 			/* Upgrade: release the shared hold, queue for exclusive. */
 			struct tc_sub *g = line_release_locked(c, s);
 			s->want_excl = true;
-			s->inf = tc_inflight_get(c, s->stripe, s->key, true);
+			s->inf = tc_inflight_get(c, s->shard, s->key, true);
 			bool got = line_acquire(c, s);
-			pthread_mutex_unlock(&s->stripe->lock);
+			pthread_mutex_unlock(&s->shard->lock);
 			resume_granted(c, g);
 			if (!got)
 				return;
-			pthread_mutex_lock(&s->stripe->lock);
+			pthread_mutex_lock(&s->shard->lock);
 			sub_locked(s);
 			return;
 		}
@@ -779,7 +779,7 @@ static void sub_locked(struct tc_sub *s)
 		s->step = 40;
 		break;
 	}
-	pthread_mutex_unlock(&s->stripe->lock);
+	pthread_mutex_unlock(&s->shard->lock);
 	if (s->step == 10 && s->slot != TC_SLOT_NONE)
 		c->repl_ops->touch(c->repl, s->slot);
 	s->step++;           /* the first I/O round of the planned path */
@@ -834,12 +834,12 @@ static int cache_or_backing_err(struct tc_sub *s)
  * backing holds them, and planning the sub-request again reads them from there and
  * fills them anew.  A dirty one was the only copy: the sub-request fails with -EIO
  * (the unit stays dirty and every later read of it fails too, never returning other
- * data).  Each failure counts as a cache-device error.  Line held, stripe lock not.
+ * data).  Each failure counts as a cache-device error.  Line held, shard lock not.
  */
 static void csum_bad(struct tc_sub *s, uint16_t bad, const char *what)
 {
 	struct tc_cache *c = s->c;
-	pthread_mutex_lock(&s->stripe->lock);
+	pthread_mutex_lock(&s->shard->lock);
 	struct tc_line *l = &c->lines[s->slot];
 	uint16_t lost = bad & l->dirty;
 	uint16_t drop = bad & l->valid & (uint16_t)~l->dirty;
@@ -855,7 +855,7 @@ static void csum_bad(struct tc_sub *s, uint16_t bad, const char *what)
 	       lost ? "dirty data lost, the read fails" : "clean, read from the backing");
 	tc_cache_error(c, s->vol, what, -EIO);
 	if (lost) {
-		pthread_mutex_unlock(&s->stripe->lock);
+		pthread_mutex_unlock(&s->shard->lock);
 		sub_done(s, -EIO);
 		return;
 	}
@@ -906,9 +906,9 @@ static void step_hit(struct tc_sub *s)
 static bool retry_from_backing(struct tc_sub *s, int ce, const char *what)
 {
 	tc_cache_error(s->c, s->vol, what, ce);
-	pthread_mutex_lock(&s->stripe->lock);
+	pthread_mutex_lock(&s->shard->lock);
 	bool dirty = (s->c->lines[s->slot].dirty & s->from_cache) != 0;
-	pthread_mutex_unlock(&s->stripe->lock);
+	pthread_mutex_unlock(&s->shard->lock);
 	if (dirty)
 		return false;
 	atomic_store(&s->cache_err, 0);
@@ -1024,11 +1024,11 @@ static void step_miss_finish(struct tc_sub *s)
 	if (s->fill && !ce) {
 		uint32_t cs[16];
 		tc_csum_compute(c, s->fill, s->buf, cs);
-		pthread_mutex_lock(&s->stripe->lock);
+		pthread_mutex_lock(&s->shard->lock);
 		struct tc_line *l = &c->lines[s->slot];
 		tc_csum_store(c, s->slot, s->fill, cs);
 		tc_line_set_bits(c, s->slot, l->valid | s->fill, l->dirty);
-		pthread_mutex_unlock(&s->stripe->lock);
+		pthread_mutex_unlock(&s->shard->lock);
 	}
 	finish_read_copy(s);
 	sub_done(s, 0);
@@ -1165,12 +1165,12 @@ static void step_write_fallback_finish(struct tc_sub *s)
 	int be = atomic_load(&s->backing_err);
 	if (be)
 		tc_stat_add(s->vol, ST_BACKING_ERRORS, 1);
-	pthread_mutex_lock(&s->stripe->lock);
+	pthread_mutex_lock(&s->shard->lock);
 	s->inf->gen++;
 	struct tc_line *l = &c->lines[s->slot];
 	tc_line_set_bits(c, s->slot, l->valid & (uint16_t)~s->touched,
 			 l->dirty & (uint16_t)~s->touched);
-	pthread_mutex_unlock(&s->stripe->lock);
+	pthread_mutex_unlock(&s->shard->lock);
 	sub_done(s, be ? -EIO : 0);
 }
 
@@ -1183,9 +1183,9 @@ static void step_write_finish(struct tc_sub *s)
 	if (ce && !be && s->slot != TC_SLOT_NONE) {
 		/* Units whose only up-to-date copy was in the slot (write-back: all touched;
 		 * otherwise the dirty ones, merged in the buffer) go to the backing. */
-		pthread_mutex_lock(&s->stripe->lock);
+		pthread_mutex_lock(&s->shard->lock);
 		uint16_t dirty = c->lines[s->slot].dirty;
-		pthread_mutex_unlock(&s->stripe->lock);
+		pthread_mutex_unlock(&s->shard->lock);
 		uint16_t mask = s->route == ROUTE_WB ? s->touched :
 				(uint16_t)(s->cache_write & dirty);
 		if (mask) {
@@ -1206,7 +1206,7 @@ static void step_write_finish(struct tc_sub *s)
 		else
 			tc_csum_compute(c, wrote, s->buf, cs);
 	}
-	pthread_mutex_lock(&s->stripe->lock);
+	pthread_mutex_lock(&s->shard->lock);
 	s->inf->gen++;
 	if (s->slot != TC_SLOT_NONE) {
 		struct tc_line *l = &c->lines[s->slot];
@@ -1239,7 +1239,7 @@ static void step_write_finish(struct tc_sub *s)
 		if (valid != l->valid || dirty != l->dirty)
 			tc_line_set_bits(c, s->slot, valid, dirty);
 	}
-	pthread_mutex_unlock(&s->stripe->lock);
+	pthread_mutex_unlock(&s->shard->lock);
 	if (be)
 		err = be;
 	else if (ce && s->route == ROUTE_WB)
@@ -1286,7 +1286,7 @@ static void sub_step(struct tc_sub *s)
 
 static void sub_start(struct tc_sub *s)
 {
-	pthread_mutex_lock(&s->stripe->lock);
+	pthread_mutex_lock(&s->shard->lock);
 	sub_locked(s);
 }
 
@@ -1408,7 +1408,7 @@ static bool read_bypass_whole(struct tc_req *r, struct tc_io *io, uint64_t first
 		return false;
 	for (uint64_t l = first; l <= last; l++) {
 		uint64_t key = tc_line_key(v->id, (uint32_t)l);
-		struct tc_stripe *st = tc_stripe_of(c, key);
+		struct tc_lock_shard *st = tc_shard_of(c, key);
 		pthread_mutex_lock(&st->lock);
 		bool present = tc_map_lookup(c, key) != TC_SLOT_NONE;
 		for (struct tc_inflight *i = st->inflight; i && !present; i = i->next)
@@ -1541,7 +1541,7 @@ void tc_volume_submit(struct tc_volume *v, struct tc_io *io)
 		s->vol = v;
 		s->line_no = (uint32_t)line;
 		s->key = tc_line_key(v->id, s->line_no);
-		s->stripe = tc_stripe_of(c, s->key);
+		s->shard = tc_shard_of(c, s->key);
 		s->off = (uint32_t)a;
 		s->len = (uint32_t)(b - a);
 		s->data_off = lstart + a - io->offset;
