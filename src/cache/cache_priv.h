@@ -77,7 +77,8 @@ struct tc_meta {
 	uint32_t nsnap;
 	uint8_t *snap_buf;               /* nsnap * 4096, aligned */
 	struct tc_md_block *scratch;
-	int step, pending, err;
+	int step;                        /* enum commit_step_id (metadata.c) */
+	int pending, err;
 	struct tc_work work;
 	struct tc_io *ios;               /* one per block + flushes */
 	struct iovec *iovs;
@@ -157,7 +158,7 @@ struct tc_cleaner {
 	} lines[TC_CLEAN_BATCH];
 	uint8_t *bufs;                   /* TC_CLEAN_BATCH * line_size */
 	int pending, err;
-	int step;
+	int step;                        /* enum batch_step_id (cleaner.c) */
 	struct tc_io *ios;               /* TC_CLEAN_BATCH * 2 + 1 */
 	struct iovec *iovs;
 	struct tc_work work;

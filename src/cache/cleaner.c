@@ -76,6 +76,17 @@ static int cmp_u64(const void *a, const void *b)
 	return x < y ? -1 : x > y;
 }
 
+/*
+ * The steps of a batch (tc_cleaner.step): each names the I/O round that has just
+ * completed; batch_step() runs it, advancing the step first.
+ */
+enum batch_step_id {
+	BATCH_READS_DONE = 0,      /* slot reads done: verify, write the backing */
+	BATCH_WRITES_DONE,         /* backing writes done: release the lines, flush */
+	BATCH_FLUSH_DONE,          /* backing flush done: mark clean, finish */
+	BATCH_FINISHED,            /* finished early after an error */
+};
+
 static void batch_step(struct tc_cache *c);
 
 static void batch_io_done(struct tc_io *io, int result)
@@ -105,7 +116,7 @@ static void batch_submit(struct tc_cache *c, unsigned *nio, tc_dev *dev, uint8_t
 	tc_dev_submit(dev, io);
 }
 
-/* Step 1: read the dirty span of every slot in the batch. */
+/* The first round: read the dirty span of every slot in the batch. */
 static void batch_read(struct tc_cache *c)
 {
 	struct tc_cleaner *cl = &c->cleaner;
@@ -127,7 +138,7 @@ static void batch_read(struct tc_cache *c)
 		batch_step(c);
 }
 
-/* Step 2: write runs of dirty units, merged across adjacent lines. */
+/* The second round: write runs of dirty units, merged across adjacent lines. */
 static void batch_write(struct tc_cache *c)
 {
 	struct tc_cleaner *cl = &c->cleaner;
@@ -270,27 +281,28 @@ static void batch_step(struct tc_cache *c)
 	int step = cl->step++;
 	int err = __atomic_load_n(&cl->err, __ATOMIC_RELAXED);
 	switch (step) {
-	case 0:   /* reads done */
+	case BATCH_READS_DONE:
 		if (err) {
 			tc_cache_error(c, cl->vol, "writeback read", err);
 			batch_release(c);
-			cl->step = 3;
+			cl->step = BATCH_FINISHED;
 			batch_finish(c);
 			return;
 		}
 		batch_verify(c);
 		batch_write(c);
 		break;
-	case 1:   /* writes done */
+	case BATCH_WRITES_DONE:
 		batch_release(c);
 		if (err) {
-			cl->step = 3;
+			cl->step = BATCH_FINISHED;
 			batch_finish(c);
 			return;
 		}
 		batch_flush(c);
 		break;
-	default:  /* flush done */
+	case BATCH_FLUSH_DONE:
+	default:
 		batch_finish(c);
 		break;
 	}
@@ -442,7 +454,7 @@ void tc_cleaner_tick(struct tc_cache *c, uint64_t now)
 	pthread_mutex_unlock(&c->meta.lock);
 	cl->n = n;
 	cl->err = 0;
-	cl->step = 0;
+	cl->step = BATCH_READS_DONE;
 	cl->work.fn = batch_start_work;
 	tc_ctx_defer(c->ctx, &cl->work);
 }

@@ -40,6 +40,34 @@
 enum { SUB_READ, SUB_WRITE, SUB_DISCARD };
 enum { ROUTE_WB, ROUTE_WT, ROUTE_WA, ROUTE_PT };
 
+/*
+ * The steps of a sub-request (tc_sub.step).  Planning picks the path's first step;
+ * sub_step() runs the current step, advancing tc_sub.step to the next value before
+ * the step's I/O round, so that the completion of the round's last I/O runs the next
+ * step.  The steps of one path are therefore consecutive.
+ */
+enum sub_step_id {
+	STEP_UNPLANNED = 0,        /* not planned yet */
+	STEP_UPGRADE = -1,         /* a read miss holding the line shared: re-acquire it
+				    * exclusively, then plan again */
+	/* read hit */
+	STEP_HIT_READ = 11,        /* slot -> client (or bounce buffer) */
+	STEP_HIT_FINISH,           /* verify, copy out; retry from the backing on error */
+	/* read miss */
+	STEP_MISS_BACKING_READ = 21,  /* backing -> buffer, units [bspan_lo, bspan_hi) */
+	STEP_MISS_CACHE_READS,     /* valid units of the slot -> buffer */
+	STEP_MISS_FILL,            /* admitted invalid units buffer -> slot */
+	STEP_MISS_FINISH,          /* mark the fill valid, copy out */
+	/* write, discard */
+	STEP_WRITE_RMW_READS = 31, /* partial units from the slot or the backing */
+	STEP_WRITE_DATA,           /* merged data -> slot and / or backing */
+	STEP_WRITE_FINISH,         /* new line state; a failed write-back slot write
+				    * continues in STEP_WRITE_FALLBACK_FINISH */
+	STEP_WRITE_FALLBACK_FINISH,   /* the fallback's backing writes are done */
+	STEP_DISCARD = 41,         /* backing discard */
+	STEP_DISCARD_FINISH,
+};
+
 #define SUB_MAX_IOS 18   /* 16 runs + backing + spare */
 
 struct tc_req {
@@ -86,7 +114,7 @@ struct tc_sub {
 	bool direct;               /* hit or write straight from/to the client's iovecs */
 	bool backing_write;
 	uint8_t *buf;              /* line-sized bounce buffer */
-	int step;
+	int step;                  /* enum sub_step_id */
 	_Atomic int pending;
 	_Atomic int cache_err, backing_err;
 	struct tc_work work;
@@ -558,7 +586,8 @@ static void sub_done(struct tc_sub *s, int err)
 		g = line_release_locked(c, s);
 	pthread_mutex_unlock(&s->shard->lock);
 	resume_granted(c, g);
-	if (s->kind == SUB_WRITE && s->route == ROUTE_WB && s->step >= 30)
+	if (s->kind == SUB_WRITE && s->route == ROUTE_WB &&
+	    s->step >= STEP_WRITE_RMW_READS)
 		atomic_fetch_sub(&s->vol->wb_inflight, 1);
 	if (!err && s->fua && s->kind == SUB_WRITE && (s->route == ROUTE_WB || s->fell_back)) {
 		/* FUA in write-back: durable once its data and mapping are committed.  After
@@ -648,12 +677,12 @@ static void plan_read(struct tc_sub *s)
 	if ((s->touched & ~valid) == 0) {
 		tc_stat_add(s->vol, ST_READ_HITS, 1);
 		s->from_cache = s->touched;
-		s->step = 10;   /* hit */
+		s->step = STEP_HIT_READ;
 		return;
 	}
 	if (!s->excl) {
 		s->want_excl = true;
-		s->step = -1;   /* re-acquire exclusively */
+		s->step = STEP_UPGRADE;
 		return;
 	}
 	tc_stat_add(s->vol, (s->touched & valid) ? ST_READ_PARTIAL : ST_READ_MISSES, 1);
@@ -672,7 +701,7 @@ static void plan_read(struct tc_sub *s)
 	s->bspan_lo = (uint32_t)__builtin_ctz(need);
 	s->bspan_hi = 32u - (uint32_t)__builtin_clz(need);
 	s->from_cache = s->touched & valid;
-	s->step = 20;   /* miss */
+	s->step = STEP_MISS_BACKING_READ;
 }
 
 static void plan_write(struct tc_sub *s)
@@ -707,7 +736,7 @@ static void plan_write(struct tc_sub *s)
 			s->rmw_backing = partial & (uint16_t)~valid;
 			s->cache_write = s->touched;
 			s->backing_write = false;
-			s->step = 30;
+			s->step = STEP_WRITE_RMW_READS;
 			return;
 		}
 	}
@@ -723,7 +752,7 @@ static void plan_write(struct tc_sub *s)
 		s->rmw_cache = partial & valid;
 		s->cache_write = s->touched & (uint16_t)~(partial & ~valid);
 	}
-	s->step = 30;
+	s->step = STEP_WRITE_RMW_READS;
 }
 
 /* Resume point with the shard lock held: take the line, then plan. */
@@ -743,7 +772,7 @@ static void sub_locked(struct tc_sub *s)
 	switch (s->kind) {
 	case SUB_READ:
 		plan_read(s);
-		if (s->step == -1) {
+		if (s->step == STEP_UPGRADE) {
 			/* Upgrade: release the shared hold, queue for exclusive. */
 			struct tc_sub *g = line_release_locked(c, s);
 			s->want_excl = true;
@@ -776,22 +805,16 @@ static void sub_locked(struct tc_sub *s)
 				tc_line_set_bits(c, s->slot, l->valid & (uint16_t)~inval, l->dirty);
 		}
 		s->inf->gen++;
-		s->step = 40;
+		s->step = STEP_DISCARD;
 		break;
 	}
 	pthread_mutex_unlock(&s->shard->lock);
-	if (s->step == 10 && s->slot != TC_SLOT_NONE)
+	if (s->step == STEP_HIT_READ && s->slot != TC_SLOT_NONE)
 		c->repl_ops->touch(c->repl, s->slot);
-	s->step++;           /* the first I/O round of the planned path */
-	sub_step(s);
+	sub_step(s);   /* the first I/O round of the planned path */
 }
 
-/* ---- the state machine ---------------------------------------------------------------
- * Steps: 11 hit read, 12 hit finish; 21 miss backing read, 22 slot reads of valid units,
- * 23 fill writes, 24 finish; 31 write RMW reads, 32 data writes, 33 finish; 41 discard
- * backing, 42 finish.  sub_step() runs the current step's I/O round, advancing s->step
- * before the round so the completion of the last I/O lands in the next step.
- */
+/* ---- the state machine (enum sub_step_id) -------------------------------------------- */
 
 static int ensure_buf(struct tc_sub *s)
 {
@@ -917,7 +940,7 @@ static bool retry_from_backing(struct tc_sub *s, int ce, const char *what)
 	s->bspan_lo = s->off / TC_UNIT_SIZE;
 	s->bspan_hi = (s->off + s->len + TC_UNIT_SIZE - 1) / TC_UNIT_SIZE;
 	s->direct = false;
-	s->step = 21;
+	s->step = STEP_MISS_BACKING_READ;
 	sub_step(s);
 	return true;
 }
@@ -1189,7 +1212,7 @@ static void step_write_finish(struct tc_sub *s)
 		uint16_t mask = s->route == ROUTE_WB ? s->touched :
 				(uint16_t)(s->cache_write & dirty);
 		if (mask) {
-			write_back_fallback(s, mask);   /* continues in step 34 */
+			write_back_fallback(s, mask);   /* continues in STEP_WRITE_FALLBACK_FINISH */
 			return;
 		}
 	}
@@ -1259,18 +1282,18 @@ static void sub_step(struct tc_sub *s)
 {
 	int step = s->step++;
 	switch (step) {
-	case 11: step_hit(s); break;
-	case 12: step_hit_finish(s); break;
-	case 21: step_miss_backing(s); break;
-	case 22: step_miss_cache_reads(s); break;
-	case 23: step_miss_fill(s); break;
-	case 24: step_miss_finish(s); break;
-	case 31: step_write_rmw(s); break;
-	case 32: step_write_data(s); break;
-	case 33: step_write_finish(s); break;
-	case 34: step_write_fallback_finish(s); break;
-	case 41: step_discard(s); break;
-	case 42: {
+	case STEP_HIT_READ: step_hit(s); break;
+	case STEP_HIT_FINISH: step_hit_finish(s); break;
+	case STEP_MISS_BACKING_READ: step_miss_backing(s); break;
+	case STEP_MISS_CACHE_READS: step_miss_cache_reads(s); break;
+	case STEP_MISS_FILL: step_miss_fill(s); break;
+	case STEP_MISS_FINISH: step_miss_finish(s); break;
+	case STEP_WRITE_RMW_READS: step_write_rmw(s); break;
+	case STEP_WRITE_DATA: step_write_data(s); break;
+	case STEP_WRITE_FINISH: step_write_finish(s); break;
+	case STEP_WRITE_FALLBACK_FINISH: step_write_fallback_finish(s); break;
+	case STEP_DISCARD: step_discard(s); break;
+	case STEP_DISCARD_FINISH: {
 		int be = atomic_load(&s->backing_err);
 		/* A backing that cannot discard still reads old data: not an error. */
 		sub_done(s, be == -EOPNOTSUPP ? 0 : be);
