@@ -31,9 +31,10 @@
 #define TC_TICK_NS 10000000ull   /* cleaner / commit timer period: 10 ms */
 #define TC_CLEAN_BATCH 64        /* lines per writeback batch */
 
-struct tc_sub;
 struct tc_cache;
+struct tc_line_hold;
 
+/* A line's in-flight record (lock.c): its lock and its generation. */
 struct tc_inflight {
 	uint64_t key;
 	struct tc_inflight *next;
@@ -41,7 +42,22 @@ struct tc_inflight {
 	uint32_t readers;
 	bool writer;
 	uint32_t gen;
-	struct tc_sub *wait_head, *wait_tail;
+	struct tc_line_hold *wait_head, *wait_tail;
+};
+
+/*
+ * One party's hold on a line lock, or its place in the line's queue (lock.c); a
+ * sub-request embeds one.  The owner sets want_excl before acquiring and resume.fn
+ * once: a waiter granted the line is resumed by queuing resume on the context, with
+ * the lock held in the mode asked for.
+ */
+struct tc_line_hold {
+	struct tc_inflight *inf;        /* the line's record while holding or queued */
+	struct tc_line_hold *wnext;     /* next in the record's queue of waiters */
+	bool want_excl;                 /* the mode to acquire in */
+	bool excl;                      /* the mode held */
+	bool holding;
+	struct tc_work resume;
 };
 
 struct tc_lock_shard {
@@ -223,7 +239,7 @@ struct tc_cache {
 #define TC_SET(v, field) __atomic_load_n(&(v)->set.field, __ATOMIC_RELAXED)
 void tc_settings_publish(struct tc_volume *v, const struct tc_volume_settings *s);
 
-/* ---- map (cache.c) ---- */
+/* ---- map (map.c) ---- */
 static inline uint32_t tc_hash_key(uint64_t key)
 {
 	key ^= key >> 33;
@@ -248,14 +264,65 @@ void tc_line_set_bits(struct tc_cache *c, uint32_t slot, uint16_t valid, uint16_
 /* Unmap a slot entirely (shard lock held): drops valid/dirty with accounting. */
 void tc_line_unmap(struct tc_cache *c, uint32_t slot);
 
-/* In-flight records (shard lock held). */
+/* ---- in-flight records and the line lock (lock.c) ----
+ * Shard lock @s of @key held unless said otherwise. */
+/* The record of @key with one more reference; with @create, a new one if none
+ * exists (NULL when out of memory); NULL without @create when none exists. */
 struct tc_inflight *tc_inflight_get(struct tc_cache *c, struct tc_lock_shard *s,
 				    uint64_t key, bool create);
+/* Drop a reference; the last one frees the record. */
 void tc_inflight_put(struct tc_cache *c, struct tc_lock_shard *s, struct tc_inflight *inf);
+/* Whether @key has a record: some request or the cleaner holds or waits for it. */
+bool tc_inflight_exists(struct tc_lock_shard *s, uint64_t key);
+/* Take the line in the mode @h->want_excl asks.  Returns true if taken; false if
+ * queued (resumed later through @h->resume) or out of memory (@h->inf stays NULL). */
+bool tc_line_acquire(struct tc_cache *c, struct tc_lock_shard *s, uint64_t key,
+		     struct tc_line_hold *h);
+/* Release @h's hold and its reference; returns the holds granted meanwhile, for
+ * tc_line_resume() once the shard lock is dropped. */
+struct tc_line_hold *tc_line_release_locked(struct tc_cache *c, struct tc_lock_shard *s,
+					    struct tc_line_hold *h);
+/* Resume granted holds (no shard lock held). */
+void tc_line_resume(struct tc_cache *c, struct tc_line_hold *granted);
+/* The cleaner: hold @key shared without queueing, if nobody holds it exclusively or
+ * waits for it; returns the record (one reference), or NULL. */
+struct tc_inflight *tc_line_try_shared(struct tc_cache *c, struct tc_lock_shard *s,
+				       uint64_t key);
+/* Drop a shared hold taken by tc_line_try_shared() (shard lock NOT held), waking
+ * waiters; the reference stays, for the generation check. */
+void tc_line_release_shared(struct tc_cache *c, struct tc_lock_shard *s,
+			    struct tc_inflight *inf);
 
-/* Allocation: a slot for @key, not yet in the hash, vol/line_no set and inserted in
- * the policy.  No shard lock held.  Returns TC_SLOT_NONE if nothing is evictable. */
+/* ---- allocation (alloc.c) ---- */
+/* A slot for @key, not yet in the hash, vol/line_no set and inserted in the policy.
+ * No shard lock held.  Returns TC_SLOT_NONE if nothing is evictable. */
 uint32_t tc_slot_alloc(struct tc_cache *c, uint8_t vol, uint32_t line_no);
+/* Return a mapped-out slot to the free list (the policy forgets it). */
+void tc_slot_free(struct tc_cache *c, uint32_t slot);
+
+/* ---- the cache object (cache.c) ---- */
+/* A cache's in-memory structures from its newest valid superblock, nothing loaded or
+ * written yet (shared by open and inspection).  Returns 0 and *@out, or -errno. */
+int tc_cache_setup(tc_ctx *ctx, tc_dev *dev, struct tc_cache **out);
+/* Free a cache and its online volumes' memory (no I/O). */
+void tc_cache_free(struct tc_cache *c);
+
+/* ---- backings (backing.c) ---- */
+/* Read both superblock copies of @dev; the valid one with the highest generation in
+ * *@b, its copy in *@latest.  Errors logged: -EINVAL (none, or the device shrank),
+ * -EUCLEAN (both copies refused), or the read's error. */
+int tc_backing_sb_read(tc_ctx *ctx, tc_dev *dev, struct tc_backing_sb *b, int *latest);
+
+/* ---- volumes (volume.c) ---- */
+/* Free a volume's memory (no I/O; the cache no longer lists it). */
+void tc_volume_free(struct tc_volume *v);
+
+/* ---- management (mngt.c) ---- */
+/* Let the engine run until volume @v (NULL: the whole cache) has no request in
+ * flight; polls the context in deterministic mode, sleeps 1 ms slices otherwise. */
+void tc_mngt_wait_requests(struct tc_cache *c, struct tc_volume *v);
+/* Likewise until no commit, cleaner batch or cleaner kick is running or queued. */
+void tc_mngt_wait_idle(struct tc_cache *c);
 
 /* ---- metadata (metadata.c) ---- */
 int tc_meta_init(struct tc_cache *c);
@@ -284,10 +351,6 @@ int tc_backing_sb_write(struct tc_volume *v);
 void tc_cache_error(struct tc_cache *c, struct tc_volume *v, const char *what, int err);
 /* Free every request still in flight, without completing it (process death). */
 void tc_requests_abandon(struct tc_cache *c);
-/* Drop a shared hold the cleaner took directly on @inf (shard lock not held), waking
- * waiters; the reference stays. */
-void tc_inflight_release_shared(struct tc_cache *c, struct tc_lock_shard *s,
-				struct tc_inflight *inf);
 
 /* ---- cleaner (cleaner.c) ---- */
 int tc_cleaner_init(struct tc_cache *c);

@@ -192,7 +192,7 @@ static void batch_release(struct tc_cache *c)
 	for (uint32_t i = 0; i < cl->n; i++) {
 		struct tc_clean_line *ln = &cl->lines[i];
 		struct tc_lock_shard *s = tc_shard_of(c, tc_line_key(cl->vol->id, ln->line_no));
-		tc_inflight_release_shared(c, s, ln->inf);
+		tc_line_release_shared(c, s, ln->inf);
 	}
 }
 
@@ -357,15 +357,9 @@ static uint32_t batch_collect(struct tc_cache *c, struct tc_volume *v, uint64_t 
 		pthread_mutex_lock(&s->lock);
 		struct tc_line *l = &c->lines[slot];
 		struct tc_inflight *inf = NULL;
-		if (l->vol == v->id && l->line_no == line_no && l->dirty) {
-			inf = tc_inflight_get(c, s, key, true);
-			if (inf && (inf->writer || inf->wait_head)) {
-				tc_inflight_put(c, s, inf);
-				inf = NULL;
-			}
-		}
+		if (l->vol == v->id && l->line_no == line_no && l->dirty)
+			inf = tc_line_try_shared(c, s, key);
 		if (inf) {
-			inf->readers++;
 			struct tc_clean_line *ln = &cl->lines[n];
 			ln->slot = slot;
 			ln->line_no = line_no;

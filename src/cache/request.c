@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * request.c - the I/O paths: a client request is split into one sub-request per cache
- * line; each sub-request takes the line lock (an in-flight record, see cache_priv.h),
+ * line; each sub-request takes the line lock (an in-flight record, lock.c),
  * plans under the shard lock, then runs up to three rounds of device I/O and
  * finishes under the shard lock again.  Nothing blocks a thread: a sub-request that
  * must wait for a line is queued on the line's in-flight record and resumed by the
@@ -89,7 +89,6 @@ struct tc_req {
 
 struct tc_sub {
 	struct tc_req *req;
-	struct tc_sub *wnext;
 	struct tc_cache *c;
 	struct tc_volume *vol;
 	uint64_t key;
@@ -99,9 +98,8 @@ struct tc_sub {
 	uint8_t kind;
 	bool fua, zeroes;
 	bool fell_back;            /* a failed slot write went through to the backing */
-	bool want_excl, excl, holding;
 	uint8_t route;
-	struct tc_inflight *inf;
+	struct tc_line_hold hold;  /* the line lock */
 	struct tc_lock_shard *shard;
 	uint32_t slot;
 	uint16_t touched, full;    /* units touched / fully covered */
@@ -117,7 +115,6 @@ struct tc_sub {
 	int step;                  /* enum sub_step_id */
 	_Atomic int pending;
 	_Atomic int cache_err, backing_err;
-	struct tc_work work;
 	struct tc_commit_waiter cw;
 	int nios;
 	struct iovec *iov_direct;  /* client iov slice: &iov_one or malloc'ed */
@@ -132,6 +129,7 @@ struct tc_sub {
 
 static void sub_step(struct tc_sub *s);
 static void sub_locked(struct tc_sub *s);
+static void sub_resume_work(struct tc_work *w);
 
 /* ---- small helpers ---------------------------------------------------------------- */
 
@@ -292,106 +290,13 @@ static void sub_slot_runs(struct tc_sub *s, uint16_t mask, bool write, unsigned 
 	}
 }
 
-/* ---- line lock ---------------------------------------------------------------------- */
-
-/* Grant the line to waiters at the head of the queue (shard lock held); returns the
- * list of granted sub-requests, to be resumed after the shard lock is dropped. */
-static struct tc_sub *line_grant(struct tc_inflight *inf)
-{
-	struct tc_sub *granted = NULL, **tail = &granted;
-	while (inf->wait_head && !inf->writer) {
-		struct tc_sub *w = inf->wait_head;
-		if (w->want_excl) {
-			if (inf->readers)
-				break;
-			inf->writer = true;
-		} else {
-			inf->readers++;
-		}
-		inf->wait_head = w->wnext;
-		if (!inf->wait_head)
-			inf->wait_tail = NULL;
-		w->wnext = NULL;
-		w->excl = w->want_excl;
-		w->holding = true;
-		*tail = w;
-		tail = &w->wnext;
-		if (w->want_excl)
-			break;
-	}
-	return granted;
-}
+/* ---- the line lock (lock.c) ------------------------------------------------------- */
 
 static void sub_resume_work(struct tc_work *w)
 {
-	struct tc_sub *s = (struct tc_sub *)((char *)w - offsetof(struct tc_sub, work));
+	struct tc_sub *s = (struct tc_sub *)((char *)w - offsetof(struct tc_sub, hold.resume));
 	pthread_mutex_lock(&s->shard->lock);
 	sub_locked(s);
-}
-
-static void resume_granted(struct tc_cache *c, struct tc_sub *g)
-{
-	while (g) {
-		struct tc_sub *n = g->wnext;
-		g->wnext = NULL;
-		g->work.fn = sub_resume_work;
-		tc_ctx_defer(c->ctx, &g->work);
-		g = n;
-	}
-}
-
-void tc_inflight_release_shared(struct tc_cache *c, struct tc_lock_shard *s,
-				struct tc_inflight *inf)
-{
-	pthread_mutex_lock(&s->lock);
-	inf->readers--;
-	struct tc_sub *g = line_grant(inf);
-	pthread_mutex_unlock(&s->lock);
-	resume_granted(c, g);
-}
-
-/* Release the line (shard lock held); returns waiters to resume. */
-static struct tc_sub *line_release_locked(struct tc_cache *c, struct tc_sub *s)
-{
-	struct tc_inflight *inf = s->inf;
-	if (s->excl)
-		inf->writer = false;
-	else
-		inf->readers--;
-	s->holding = false;
-	struct tc_sub *g = line_grant(inf);
-	tc_inflight_put(c, s->shard, inf);
-	s->inf = NULL;
-	return g;
-}
-
-/* Try to take the line in the mode s->want_excl asks (shard lock held).  Returns true
- * if taken; otherwise the sub-request is queued and will be resumed by a release. */
-static bool line_acquire(struct tc_cache *c, struct tc_sub *s)
-{
-	if (!s->inf) {
-		s->inf = tc_inflight_get(c, s->shard, s->key, true);
-		if (!s->inf)
-			return false;  /* out of memory: the caller fails the sub-request */
-	}
-	struct tc_inflight *inf = s->inf;
-	bool ok = !inf->writer && !inf->wait_head && (!s->want_excl || !inf->readers);
-	if (ok) {
-		if (s->want_excl)
-			inf->writer = true;
-		else
-			inf->readers++;
-		s->excl = s->want_excl;
-		s->holding = true;
-		return true;
-	}
-	s->wnext = NULL;
-	if (inf->wait_tail)
-		inf->wait_tail->wnext = s;
-	else
-		inf->wait_head = s;
-	inf->wait_tail = s;
-	return false;
 }
 
 /* ---- completion --------------------------------------------------------------------- */
@@ -580,12 +485,12 @@ static bool fallback_durable(struct tc_volume *v, struct tc_commit_waiter *w)
 static void sub_done(struct tc_sub *s, int err)
 {
 	struct tc_cache *c = s->c;
-	struct tc_sub *g = NULL;
+	struct tc_line_hold *g = NULL;
 	pthread_mutex_lock(&s->shard->lock);
-	if (s->holding)
-		g = line_release_locked(c, s);
+	if (s->hold.holding)
+		g = tc_line_release_locked(c, s->shard, &s->hold);
 	pthread_mutex_unlock(&s->shard->lock);
-	resume_granted(c, g);
+	tc_line_resume(c, g);
 	if (s->kind == SUB_WRITE && s->route == ROUTE_WB &&
 	    s->step >= STEP_WRITE_RMW_READS)
 		atomic_fetch_sub(&s->vol->wb_inflight, 1);
@@ -680,8 +585,8 @@ static void plan_read(struct tc_sub *s)
 		s->step = STEP_HIT_READ;
 		return;
 	}
-	if (!s->excl) {
-		s->want_excl = true;
+	if (!s->hold.excl) {
+		s->hold.want_excl = true;
 		s->step = STEP_UPGRADE;
 		return;
 	}
@@ -759,10 +664,10 @@ static void plan_write(struct tc_sub *s)
 static void sub_locked(struct tc_sub *s)
 {
 	struct tc_cache *c = s->c;
-	if (!s->holding && !line_acquire(c, s)) {
+	if (!s->hold.holding && !tc_line_acquire(c, s->shard, s->key, &s->hold)) {
 		/* Read before unlocking: once queued, another thread may resume, finish and
 		 * reset this sub-request at any time. */
-		bool oom = !s->inf;
+		bool oom = !s->hold.inf;
 		pthread_mutex_unlock(&s->shard->lock);
 		if (oom)
 			req_part_done(s->req, -ENOMEM);
@@ -774,12 +679,12 @@ static void sub_locked(struct tc_sub *s)
 		plan_read(s);
 		if (s->step == STEP_UPGRADE) {
 			/* Upgrade: release the shared hold, queue for exclusive. */
-			struct tc_sub *g = line_release_locked(c, s);
-			s->want_excl = true;
-			s->inf = tc_inflight_get(c, s->shard, s->key, true);
-			bool got = line_acquire(c, s);
+			struct tc_line_hold *g = tc_line_release_locked(c, s->shard, &s->hold);
+			s->hold.want_excl = true;
+			s->hold.inf = tc_inflight_get(c, s->shard, s->key, true);
+			bool got = tc_line_acquire(c, s->shard, s->key, &s->hold);
 			pthread_mutex_unlock(&s->shard->lock);
-			resume_granted(c, g);
+			tc_line_resume(c, g);
 			if (!got)
 				return;
 			pthread_mutex_lock(&s->shard->lock);
@@ -804,7 +709,7 @@ static void sub_locked(struct tc_sub *s)
 			if (l->valid & inval)
 				tc_line_set_bits(c, s->slot, l->valid & (uint16_t)~inval, l->dirty);
 		}
-		s->inf->gen++;
+		s->hold.inf->gen++;
 		s->step = STEP_DISCARD;
 		break;
 	}
@@ -1189,7 +1094,7 @@ static void step_write_fallback_finish(struct tc_sub *s)
 	if (be)
 		tc_stat_add(s->vol, ST_BACKING_ERRORS, 1);
 	pthread_mutex_lock(&s->shard->lock);
-	s->inf->gen++;
+	s->hold.inf->gen++;
 	struct tc_line *l = &c->lines[s->slot];
 	tc_line_set_bits(c, s->slot, l->valid & (uint16_t)~s->touched,
 			 l->dirty & (uint16_t)~s->touched);
@@ -1230,7 +1135,7 @@ static void step_write_finish(struct tc_sub *s)
 			tc_csum_compute(c, wrote, s->buf, cs);
 	}
 	pthread_mutex_lock(&s->shard->lock);
-	s->inf->gen++;
+	s->hold.inf->gen++;
 	if (s->slot != TC_SLOT_NONE) {
 		struct tc_line *l = &c->lines[s->slot];
 		uint16_t valid = l->valid, dirty = l->dirty;
@@ -1433,9 +1338,8 @@ static bool read_bypass_whole(struct tc_req *r, struct tc_io *io, uint64_t first
 		uint64_t key = tc_line_key(v->id, (uint32_t)l);
 		struct tc_lock_shard *st = tc_shard_of(c, key);
 		pthread_mutex_lock(&st->lock);
-		bool present = tc_map_lookup(c, key) != TC_SLOT_NONE;
-		for (struct tc_inflight *i = st->inflight; i && !present; i = i->next)
-			present = i->key == key;
+		bool present = tc_map_lookup(c, key) != TC_SLOT_NONE ||
+			       tc_inflight_exists(st, key);
 		pthread_mutex_unlock(&st->lock);
 		if (present)
 			return false;
@@ -1578,10 +1482,56 @@ void tc_volume_submit(struct tc_volume *v, struct tc_io *io)
 		unsigned fb = (unsigned)(b / TC_UNIT_SIZE);
 		s->touched = tc_units_mask(ua, ub);
 		s->full = fa < fb ? tc_units_mask(fa, fb) : 0;
-		s->want_excl = kind != SUB_READ;
+		s->hold.want_excl = kind != SUB_READ;
+		s->hold.resume.fn = sub_resume_work;
 		s->slot = TC_SLOT_NONE;
 	}
 	for (uint32_t i = 0; i < r->nsubs; i++)
 		sub_start(&r->subs[i]);
 	req_part_done(r, 0);
+}
+
+/* ---- synchronous request helpers ----------------------------------------------------- */
+
+struct sync_io {
+	struct tc_io io;
+	struct iovec iov;
+	struct tc_waiter w;
+};
+
+static void sync_done(struct tc_io *io, int result)
+{
+	tc_waiter_done(&((struct sync_io *)io)->w, result);   /* last: on its stack */
+}
+
+int tc_volume_io(tc_volume *v, enum tc_op op, unsigned flags, void *buf, uint64_t len,
+		 uint64_t off)
+{
+	struct sync_io s;
+	memset(&s, 0, sizeof(s));
+	tc_waiter_init(&s.w, v->cache->ctx);
+	s.iov.iov_base = buf;
+	s.iov.iov_len = len;
+	s.io.op = (uint8_t)op;
+	s.io.flags = (uint8_t)flags;
+	s.io.offset = off;
+	s.io.length = len;
+	if (op == TC_OP_READ || op == TC_OP_WRITE) {
+		s.io.iov = &s.iov;
+		s.io.iovcnt = 1;
+	}
+	s.io.done = sync_done;
+	tc_volume_submit(v, &s.io);
+	return tc_waiter_wait(&s.w);
+}
+
+int tc_volume_pread(tc_volume *v, void *buf, uint64_t len, uint64_t off)
+{
+	return tc_volume_io(v, TC_OP_READ, 0, buf, len, off);
+}
+
+int tc_volume_pwrite(tc_volume *v, const void *buf, uint64_t len, uint64_t off,
+		     unsigned flags)
+{
+	return tc_volume_io(v, TC_OP_WRITE, flags, (void *)buf, len, off);
 }
