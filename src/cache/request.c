@@ -7,7 +7,7 @@
  * must wait for a line is queued on the line's in-flight record and resumed by the
  * holder's unlock through a context work item.
  *
- * Paths per line (effective write policy in brackets):
+ * Paths per line (effective write policy in brackets; planned in plan.c):
  *   read hit              slot -> client (shared line lock; directly into the client's
  *                         buffers when 4 KiB aligned)
  *   read miss             backing -> buffer; valid units of the slot -> buffer (they may
@@ -36,96 +36,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "cache_priv.h"
-
-enum { SUB_READ, SUB_WRITE, SUB_DISCARD };
-enum { ROUTE_WB, ROUTE_WT, ROUTE_WA, ROUTE_PT };
-
-/*
- * The steps of a sub-request (tc_sub.step).  Planning picks the path's first step;
- * sub_step() runs the current step, advancing tc_sub.step to the next value before
- * the step's I/O round, so that the completion of the round's last I/O runs the next
- * step.  The steps of one path are therefore consecutive.
- */
-enum sub_step_id {
-	STEP_UNPLANNED = 0,        /* not planned yet */
-	STEP_UPGRADE = -1,         /* a read miss holding the line shared: re-acquire it
-				    * exclusively, then plan again */
-	/* read hit */
-	STEP_HIT_READ = 11,        /* slot -> client (or bounce buffer) */
-	STEP_HIT_FINISH,           /* verify, copy out; retry from the backing on error */
-	/* read miss */
-	STEP_MISS_BACKING_READ = 21,  /* backing -> buffer, units [bspan_lo, bspan_hi) */
-	STEP_MISS_CACHE_READS,     /* valid units of the slot -> buffer */
-	STEP_MISS_FILL,            /* admitted invalid units buffer -> slot */
-	STEP_MISS_FINISH,          /* mark the fill valid, copy out */
-	/* write, discard */
-	STEP_WRITE_RMW_READS = 31, /* partial units from the slot or the backing */
-	STEP_WRITE_DATA,           /* merged data -> slot and / or backing */
-	STEP_WRITE_FINISH,         /* new line state; a failed write-back slot write
-				    * continues in STEP_WRITE_FALLBACK_FINISH */
-	STEP_WRITE_FALLBACK_FINISH,   /* the fallback's backing writes are done */
-	STEP_DISCARD = 41,         /* backing discard */
-	STEP_DISCARD_FINISH,
-};
-
-#define SUB_MAX_IOS 18   /* 16 runs + backing + spare */
-
-struct tc_req {
-	struct tc_volume *vol;
-	struct tc_io *io;
-	struct tc_req *live_prev, *live_next;  /* the cache's list of live requests */
-	unsigned live_shard;
-	_Atomic int left;
-	_Atomic int err;
-	bool seq_bypass;
-	uint32_t nsubs;
-	/* FLUSH; a whole-request backing read (read_bypass_whole) uses bflush too */
-	struct tc_commit_waiter cw;
-	struct tc_io bflush;
-	void *bounce;              /* aligned copy of the client's buffer, or NULL */
-	struct iovec biov;
-	struct tc_sub *subs;
-};
-
-struct tc_sub {
-	struct tc_req *req;
-	struct tc_cache *c;
-	struct tc_volume *vol;
-	uint64_t key;
-	uint32_t line_no;
-	uint32_t off, len;         /* bytes within the line */
-	uint64_t data_off;         /* bytes into the request's data */
-	uint8_t kind;
-	bool fua, zeroes;
-	bool fell_back;            /* a failed slot write went through to the backing */
-	uint8_t route;
-	struct tc_line_hold hold;  /* the line lock */
-	struct tc_lock_shard *shard;
-	uint32_t slot;
-	uint16_t touched, full;    /* units touched / fully covered */
-	uint16_t from_cache;       /* units read from the slot */
-	uint16_t fill;             /* units written to the slot after a backing read */
-	uint16_t cache_write;      /* units written to the slot by a write */
-	uint16_t rmw_backing;      /* partial units merged from the backing */
-	uint16_t rmw_cache;        /* partial units merged from the slot */
-	uint32_t bspan_lo, bspan_hi; /* read miss: backing read units [lo, hi) */
-	bool direct;               /* hit or write straight from/to the client's iovecs */
-	bool backing_write;
-	uint8_t *buf;              /* line-sized bounce buffer */
-	int step;                  /* enum sub_step_id */
-	_Atomic int pending;
-	_Atomic int cache_err, backing_err;
-	struct tc_commit_waiter cw;
-	int nios;
-	struct iovec *iov_direct;  /* client iov slice: &iov_one or malloc'ed */
-	int iov_direct_cnt;
-	struct iovec iov_one;
-	/* Scratch for the device requests of one round; not zeroed at allocation (each
-	 * use initialises its entry): everything above this line is. */
-	struct tc_io ios[SUB_MAX_IOS];
-	bool io_on_cache[SUB_MAX_IOS];
-	struct iovec iov_inline[SUB_MAX_IOS];
-};
+#include "request.h"
 
 static void sub_step(struct tc_sub *s);
 static void sub_locked(struct tc_sub *s);
@@ -510,156 +421,6 @@ static void sub_done(struct tc_sub *s, int err)
 	req_part_done(s->req, err);
 }
 
-/* ---- planning (shard lock and line lock held) -------------------------------------- */
-
-static uint8_t effective_route(struct tc_sub *s)
-{
-	struct tc_volume *v = s->vol;
-	if (atomic_load(&s->c->failed))
-		return ROUTE_PT;
-	uint8_t wp = __atomic_load_n(&v->set.write_policy, __ATOMIC_ACQUIRE);
-	if (s->req->seq_bypass && wp != TC_WP_PT)
-		return ROUTE_PT;
-	switch (wp) {
-	case TC_WP_WB:
-		/* Announce the write-back write before looking at draining; a drain raises
-		 * draining before reading wb_inflight, so one of the two sees the other. */
-		atomic_fetch_add(&v->wb_inflight, 1);
-		if (!atomic_load(&v->draining))
-			return ROUTE_WB;
-		atomic_fetch_sub(&v->wb_inflight, 1);
-		return ROUTE_WT;
-	case TC_WP_WT:
-		return ROUTE_WT;
-	case TC_WP_WA:
-		return ROUTE_WA;
-	default:
-		return ROUTE_PT;
-	}
-}
-
-/* Drop the shard lock, allocate a slot for the line, retake the lock and install it. */
-static void plan_alloc(struct tc_sub *s)
-{
-	struct tc_cache *c = s->c;
-	pthread_mutex_unlock(&s->shard->lock);
-	uint32_t slot = tc_slot_alloc(c, s->vol->id, s->line_no);
-	pthread_mutex_lock(&s->shard->lock);
-	if (slot == TC_SLOT_NONE)
-		return;
-	tc_map_insert(c, slot);
-	s->slot = slot;
-	tc_stat_add(s->vol, ST_PROMOTIONS, 1);
-}
-
-static bool admit_fill(struct tc_sub *s)
-{
-	struct tc_volume *v = s->vol;
-	if (!TC_SET(v, read_cache) || TC_SET(v, write_policy) == TC_WP_PT ||
-	    atomic_load(&s->c->failed))
-		return false;
-	if (s->req->seq_bypass) {
-		tc_stat_add(v, ST_BYPASS_BYTES, s->len);
-		return false;
-	}
-	if (TC_SET(v, admission) == TC_ADMIT_NHIT &&
-	    tc_admit_access(&s->c->admit, s->key) < TC_SET(v, nhit)) {
-		tc_stat_add(v, ST_BYPASS_ADMIT, 1);
-		return false;
-	}
-	return true;
-}
-
-static void plan_read(struct tc_sub *s)
-{
-	struct tc_cache *c = s->c;
-	uint16_t valid = s->slot != TC_SLOT_NONE ? c->lines[s->slot].valid : 0;
-	/* A failed cache device is trusted with nothing the backing holds as well: clean
-	 * units come from the backing, dirty ones (the only copy) from the slot. */
-	if (valid && atomic_load(&c->failed))
-		valid &= c->lines[s->slot].dirty;
-
-	if ((s->touched & ~valid) == 0) {
-		tc_stat_add(s->vol, ST_READ_HITS, 1);
-		s->from_cache = s->touched;
-		s->step = STEP_HIT_READ;
-		return;
-	}
-	if (!s->hold.excl) {
-		s->hold.want_excl = true;
-		s->step = STEP_UPGRADE;
-		return;
-	}
-	tc_stat_add(s->vol, (s->touched & valid) ? ST_READ_PARTIAL : ST_READ_MISSES, 1);
-	s->fill = 0;
-	if (admit_fill(s)) {
-		if (s->slot == TC_SLOT_NONE)
-			plan_alloc(s);
-		if (s->slot != TC_SLOT_NONE) {
-			valid = c->lines[s->slot].valid;
-			uint16_t want = TC_SET(s->vol, fill) == TC_FILL_LINE ?
-				(uint16_t)c->unit_mask_all : s->touched;
-			s->fill = want & (uint16_t)~valid;
-		}
-	}
-	uint16_t need = (uint16_t)((s->touched & ~valid) | s->fill);
-	s->bspan_lo = (uint32_t)__builtin_ctz(need);
-	s->bspan_hi = 32u - (uint32_t)__builtin_clz(need);
-	s->from_cache = s->touched & valid;
-	s->step = STEP_MISS_BACKING_READ;
-}
-
-static void plan_write(struct tc_sub *s)
-{
-	struct tc_cache *c = s->c;
-	s->route = effective_route(s);
-	uint16_t partial = s->touched & (uint16_t)~s->full;
-	uint16_t valid = s->slot != TC_SLOT_NONE ? c->lines[s->slot].valid : 0;
-	uint16_t dirty = s->slot != TC_SLOT_NONE ? c->lines[s->slot].dirty : 0;
-
-	/* Pass-through drops the cached units it overwrites.  Where the line is dirty, or
-	 * clean in memory but still dirty in the committed metadata (cleaned since the
-	 * last commit), recovery after a crash would trust the slot copy: update it
-	 * instead of dropping it (write-around), so that it holds the new data too. */
-	bool disk_dirty = s->slot != TC_SLOT_NONE && (valid & s->touched) &&
-			  (tc_line_flags_load(&c->lines[s->slot]) & TC_LINE_DISK_DIRTY);
-	if (s->route == ROUTE_PT && ((dirty & s->touched) || disk_dirty))
-		s->route = ROUTE_WA;
-	bool hit = (s->touched & ~valid) == 0;
-	tc_stat_add(s->vol, hit ? ST_WRITE_HITS : (s->touched & valid) ? ST_WRITE_PARTIAL :
-		    ST_WRITE_MISSES, 1);
-
-	if (s->route == ROUTE_WB) {
-		if (s->slot == TC_SLOT_NONE)
-			plan_alloc(s);
-		if (s->slot == TC_SLOT_NONE) {
-			s->route = ROUTE_WA;   /* nothing evictable: write around this time */
-			atomic_fetch_sub(&s->vol->wb_inflight, 1);
-		} else {
-			valid = c->lines[s->slot].valid;
-			s->rmw_cache = partial & valid;
-			s->rmw_backing = partial & (uint16_t)~valid;
-			s->cache_write = s->touched;
-			s->backing_write = false;
-			s->step = STEP_WRITE_RMW_READS;
-			return;
-		}
-	}
-	if (s->route == ROUTE_WT && s->slot == TC_SLOT_NONE && !s->req->seq_bypass)
-		plan_alloc(s);
-	s->backing_write = true;
-	s->rmw_backing = 0;
-	if (s->route == ROUTE_PT || s->slot == TC_SLOT_NONE) {
-		s->cache_write = 0;
-		s->rmw_cache = 0;
-	} else {
-		valid = c->lines[s->slot].valid;
-		s->rmw_cache = partial & valid;
-		s->cache_write = s->touched & (uint16_t)~(partial & ~valid);
-	}
-	s->step = STEP_WRITE_RMW_READS;
-}
-
 /* Resume point with the shard lock held: take the line, then plan. */
 static void sub_locked(struct tc_sub *s)
 {
@@ -676,7 +437,7 @@ static void sub_locked(struct tc_sub *s)
 	s->slot = tc_map_lookup(c, s->key);
 	switch (s->kind) {
 	case SUB_READ:
-		plan_read(s);
+		tc_plan_read(s);
 		if (s->step == STEP_UPGRADE) {
 			/* Upgrade: release the shared hold, queue for exclusive. */
 			struct tc_line_hold *g = tc_line_release_locked(c, s->shard, &s->hold);
@@ -693,24 +454,10 @@ static void sub_locked(struct tc_sub *s)
 		}
 		break;
 	case SUB_WRITE:
-		plan_write(s);
+		tc_plan_write(s);
 		break;
 	case SUB_DISCARD:
-		if (s->slot != TC_SLOT_NONE) {
-			/* Clean units touched go: the backing zeroes the discarded sectors, and a
-			 * clean copy must never differ from the backing (it would be trusted
-			 * after a clean restart, then dropped after a crash: old data first,
-			 * zeros later).  Dirty units stay: dropping them would let the backing's
-			 * older copy come back if the crash lands before the backing's discard
-			 * is durable; kept, their writeback restores the backing's copy, and
-			 * "old data" is what a discard allows. */
-			struct tc_line *l = &c->lines[s->slot];
-			uint16_t inval = s->touched & (uint16_t)~l->dirty;
-			if (l->valid & inval)
-				tc_line_set_bits(c, s->slot, l->valid & (uint16_t)~inval, l->dirty);
-		}
-		s->hold.inf->gen++;
-		s->step = STEP_DISCARD;
+		tc_plan_discard(s);
 		break;
 	}
 	pthread_mutex_unlock(&s->shard->lock);
@@ -1439,15 +1186,7 @@ void tc_volume_submit(struct tc_volume *v, struct tc_io *io)
 		tc_stat_add(v, ST_DISCARDS, 1);
 		break;
 	}
-	uint64_t cutoff = TC_SET(v, seq_cutoff);
-	if ((io->op == TC_OP_READ || io->op == TC_OP_WRITE) && cutoff &&
-	    tc_seq_check(&v->seq, io->offset, io->length, cutoff)) {
-		r->seq_bypass = true;
-		tc_stat_add(v, ST_BYPASS_SEQ, 1);
-		/* Writes go around the cache whole; reads only where they miss (admit_fill). */
-		if (io->op == TC_OP_WRITE)
-			tc_stat_add(v, ST_BYPASS_BYTES, io->length);
-	}
+	r->seq_bypass = tc_plan_seq_bypass(v, io);
 	if (r->seq_bypass && io->op == TC_OP_READ && read_bypass_whole(r, io, first, last))
 		return;
 
