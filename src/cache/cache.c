@@ -18,6 +18,7 @@
 #include <time.h>
 #include <unistd.h>
 #include "cache_priv.h"
+#include "steps.h"
 #include "tiercache-test.h"
 
 /* ---- defaults ----------------------------------------------------------------------- */
@@ -71,47 +72,60 @@ static int check_opts(tc_ctx *ctx, const char *dev, const struct tc_cache_opts *
 	return 0;
 }
 
-int tc_cache_format(tc_ctx *ctx, tc_dev *dev, const struct tc_cache_opts *opts)
-{
+/* The state of one tc_cache_format(), shared by its steps. */
+struct format_op {
+	tc_ctx *ctx;
+	tc_dev *dev;
 	struct tc_cache_opts o;
-	if (opts)
-		o = *opts;
-	else
-		tc_cache_opts_default(&o);
-	int r = check_opts(ctx, dev->name, &o);
-	if (r)
-		return r;
-	struct tc_cache_sb *sb = calloc(1, sizeof(*sb));
+	struct tc_cache_sb *sb;          /* the superblock being made */
+};
+
+static int format_check(void *arg)
+{
+	struct format_op *op = arg;
+	return check_opts(op->ctx, op->dev->name, &op->o);
+}
+
+static int format_layout(void *arg)
+{
+	struct format_op *op = arg;
+	tc_dev *dev = op->dev;
+	struct tc_cache_sb *sb = op->sb = calloc(1, sizeof(*sb));
 	if (!sb)
 		return -ENOMEM;
-	r = tc_fmt_cache_geometry(dev->size, o.line_size, sb);
+	int r = tc_fmt_cache_geometry(dev->size, op->o.line_size, sb);
 	if (r) {
-		tc_err(ctx, "cache %s: device size %" PRIu64 " too small for %u lines of %u bytes "
-		       "plus metadata", dev->name, dev->size, TC_MIN_LINES, o.line_size);
-		free(sb);
+		tc_err(op->ctx, "cache %s: device size %" PRIu64 " too small for %u lines of %u "
+		       "bytes plus metadata", dev->name, dev->size, TC_MIN_LINES, op->o.line_size);
 		return r;
 	}
 	tc_fmt_uuid_generate(sb->uuid);
 	sb->generation = 1;
-	sb->line_size = o.line_size;
+	sb->line_size = op->o.line_size;
 	sb->dev_size = dev->size;
-	sb->commit_interval_ms = o.commit_interval_ms;
-	sb->replacement = o.replacement;
-	sb->dirty_low_pct = o.dirty_low_pct;
-	sb->dirty_high_pct = o.dirty_high_pct;
-	sb->csum_off = !o.checksums;
+	sb->commit_interval_ms = op->o.commit_interval_ms;
+	sb->replacement = op->o.replacement;
+	sb->dirty_low_pct = op->o.dirty_low_pct;
+	sb->dirty_high_pct = op->o.dirty_high_pct;
+	sb->csum_off = !op->o.checksums;
 	sb->clean_shutdown = 1;
+	return 0;
+}
 
-	/* Empty metadata blocks, both copies, seq 0, in 1 MiB writes. */
+/* Empty metadata blocks, both copies, seq 0, in 1 MiB writes. */
+static int format_metadata(void *arg)
+{
+	struct format_op *op = arg;
+	struct tc_cache_sb *sb = op->sb;
 	const uint32_t per_write = 256;
 	uint8_t *buf = tc_alloc_buf((size_t)per_write * TC_MD_BLOCK_SIZE);
 	struct tc_md_block *blk = calloc(1, sizeof(*blk));
 	if (!buf || !blk) {
 		free(buf);
 		free(blk);
-		free(sb);
 		return -ENOMEM;
 	}
+	int r = 0;
 	uint64_t total = sb->md_blocks * 2;
 	for (uint64_t i = 0; i < total && !r; i += per_write) {
 		uint32_t n = (uint32_t)(total - i < per_write ? total - i : per_write);
@@ -127,34 +141,59 @@ int tc_cache_format(tc_ctx *ctx, tc_dev *dev, const struct tc_cache_opts *opts)
 						   TC_MD_ENTRIES_PER_BLOCK);
 			tc_fmt_md_block_encode(blk, buf + (size_t)j * TC_MD_BLOCK_SIZE);
 		}
-		r = tc_dev_pwrite(dev, buf, (uint64_t)n * TC_MD_BLOCK_SIZE,
+		r = tc_dev_pwrite(op->dev, buf, (uint64_t)n * TC_MD_BLOCK_SIZE,
 				  sb->md_offset + i * TC_MD_BLOCK_SIZE, 0);
 	}
 	free(blk);
 	free(buf);
-	if (!r) {
-		uint8_t *sbuf = tc_alloc_buf(TC_CACHE_SB_SIZE);
-		if (!sbuf) {
-			r = -ENOMEM;
-		} else {
-			tc_fmt_cache_sb_encode(sb, sbuf);
-			r = tc_dev_pwrite(dev, sbuf, TC_CACHE_SB_SIZE, 0, 0);
-			if (!r)
-				r = tc_dev_pwrite(dev, sbuf, TC_CACHE_SB_SIZE, TC_CACHE_SB_SIZE, 0);
-			if (!r)
-				r = tc_dev_flush(dev);
-			free(sbuf);
-		}
-	}
 	if (r)
-		tc_err(ctx, "cache %s: format failed: %s", dev->name, strerror(-r));
-	else
-		tc_info(ctx, "cache %s: formatted, %u lines of %u bytes", dev->name, sb->nslots,
-			sb->line_size);
-	free(sb);
+		tc_err(op->ctx, "cache %s: format failed: %s", op->dev->name, strerror(-r));
 	return r;
 }
 
+static int format_superblocks(void *arg)
+{
+	struct format_op *op = arg;
+	tc_dev *dev = op->dev;
+	int r;
+	uint8_t *sbuf = tc_alloc_buf(TC_CACHE_SB_SIZE);
+	if (!sbuf) {
+		r = -ENOMEM;
+	} else {
+		tc_fmt_cache_sb_encode(op->sb, sbuf);
+		r = tc_dev_pwrite(dev, sbuf, TC_CACHE_SB_SIZE, 0, 0);
+		if (!r)
+			r = tc_dev_pwrite(dev, sbuf, TC_CACHE_SB_SIZE, TC_CACHE_SB_SIZE, 0);
+		if (!r)
+			r = tc_dev_flush(dev);
+		free(sbuf);
+	}
+	if (r)
+		tc_err(op->ctx, "cache %s: format failed: %s", dev->name, strerror(-r));
+	return r;
+}
+
+static const struct tc_step format_steps[] = {
+	{ "check the options", format_check, NULL },
+	{ "lay out the device", format_layout, NULL },
+	{ "write empty metadata", format_metadata, NULL },
+	{ "write the superblocks", format_superblocks, NULL },
+};
+
+int tc_cache_format(tc_ctx *ctx, tc_dev *dev, const struct tc_cache_opts *opts)
+{
+	struct format_op op = { .ctx = ctx, .dev = dev };
+	if (opts)
+		op.o = *opts;
+	else
+		tc_cache_opts_default(&op.o);
+	int r = tc_steps_run(ctx, "format", format_steps, TC_STEPS_N(format_steps), &op);
+	if (!r)
+		tc_info(ctx, "cache %s: formatted, %u lines of %u bytes", dev->name,
+			op.sb->nslots, op.sb->line_size);
+	free(op.sb);
+	return r;
+}
 
 /* ---- superblock reading ----------------------------------------------------------- */
 
@@ -334,31 +373,68 @@ int tc_cache_setup(tc_ctx *ctx, tc_dev *dev, struct tc_cache **out)
 	return 0;
 }
 
+/* The state of one tc_cache_open(), shared by its steps. */
+struct open_op {
+	tc_ctx *ctx;
+	tc_dev *dev;
+	struct tc_cache *c;
+	uint64_t t0;                     /* ns, when the open started (threaded mode) */
+};
+
+static int open_setup(void *arg)
+{
+	struct open_op *op = arg;
+	op->t0 = tc_ctx_deterministic(op->ctx) ? 0 : tc_ctx_now(op->ctx);
+	return tc_cache_setup(op->ctx, op->dev, &op->c);
+}
+
+static void open_free(void *arg)
+{
+	struct open_op *op = arg;
+	tc_cache_free(op->c);
+	op->c = NULL;
+}
+
+static int open_load(void *arg)
+{
+	struct open_op *op = arg;
+	struct tc_cache *c = op->c;
+	int r = tc_meta_load(c, c->sb.clean_shutdown == 1);
+	if (!r && !tc_ctx_deterministic(op->ctx))
+		c->recovery_ns = tc_ctx_now(op->ctx) - op->t0;
+	return r;
+}
+
+/* In use from now on: a crash must not be taken for a clean shutdown. */
+static int open_mark_in_use(void *arg)
+{
+	struct open_op *op = arg;
+	op->c->sb.clean_shutdown = 0;
+	return tc_cache_sb_write(op->c);
+}
+
+static int open_start_timer(void *arg)
+{
+	struct open_op *op = arg;
+	op->c->tick.fn = cache_tick;
+	tc_ctx_timer_arm(op->ctx, &op->c->tick, tc_ctx_now(op->ctx) + TC_TICK_NS);
+	return 0;
+}
+
+static const struct tc_step open_steps[] = {
+	{ "set up from the superblock", open_setup, open_free },
+	{ "load the line metadata", open_load, NULL },
+	{ "mark the cache in use", open_mark_in_use, NULL },
+	{ "start the timer", open_start_timer, NULL },
+};
+
 int tc_cache_open(tc_ctx *ctx, tc_dev *dev, tc_cache **out)
 {
-	struct tc_cache *c;
-	uint64_t t0 = tc_ctx_deterministic(ctx) ? 0 : tc_ctx_now(ctx);
-	int r = tc_cache_setup(ctx, dev, &c);
-	if (r)
-		return r;
-	r = tc_meta_load(c, c->sb.clean_shutdown == 1);
-	if (r) {
-		tc_cache_free(c);
-		return r;
-	}
-	if (!tc_ctx_deterministic(ctx))
-		c->recovery_ns = tc_ctx_now(ctx) - t0;
-	/* In use from now on: a crash must not be taken for a clean shutdown. */
-	c->sb.clean_shutdown = 0;
-	r = tc_cache_sb_write(c);
-	if (r) {
-		tc_cache_free(c);
-		return r;
-	}
-	c->tick.fn = cache_tick;
-	tc_ctx_timer_arm(ctx, &c->tick, tc_ctx_now(ctx) + TC_TICK_NS);
-	*out = c;
-	return 0;
+	struct open_op op = { .ctx = ctx, .dev = dev };
+	int r = tc_steps_run(ctx, "open", open_steps, TC_STEPS_N(open_steps), &op);
+	if (!r)
+		*out = op.c;
+	return r;
 }
 
 /* ---- close ------------------------------------------------------------------------ */
