@@ -4,11 +4,11 @@
  * from the superblock, then recovery of the line metadata), close and abandon.  The
  * pieces of a cache live elsewhere: the map (map.c), the line lock (lock.c), slot
  * allocation (alloc.c), metadata commits and recovery (metadata.c), the request paths
- * (request.c, plan.c), the cleaner (cleaner.c), volumes (volume.c).
+ * (request.c, plan.c), the cleaner (cleaner.c), volumes (volume.c), a backing on its
+ * own (backing.c).
  *
- * Management operations are written as ordered steps with the durable state changing
- * in one place, so that a failure or a crash between steps leaves something a later
- * open understands (docs/format.md, "update protocol").
+ * Format and open are tables of named steps run by tc_steps_run() (steps.h): a failing
+ * step's predecessors are undone in reverse, in one place.
  */
 #include <errno.h>
 #include <inttypes.h>

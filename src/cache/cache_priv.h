@@ -133,7 +133,7 @@ struct tc_volume {
 	 * data left, a FLUSH or FUA write first moves the backing's attach generation on
 	 * the backing (one superblock write), so that the failed cache, met again after a
 	 * restart, is not trusted for data the backing has overwritten since
-	 * (request.c, fallback_release). */
+	 * (request.c, fallback_durable). */
 	pthread_mutex_t release_lock;
 	int release_state;               /* enum tc_release_state */
 	struct tc_commit_waiter *release_waiters;

@@ -47,7 +47,7 @@ void tc_cleaner_fini(struct tc_cache *c)
 	free(cl->iovs);
 	free(cl->scan);
 	/* A batch abandoned mid-flight (process death) leaves in-flight references that
-	 * cache_free() releases with the shards. */
+	 * tc_cache_free() releases with the shards. */
 }
 
 /* Bytes per second the volume may write back now; UINT64_MAX = unlimited; 0 = idle. */

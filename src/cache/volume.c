@@ -3,9 +3,10 @@
  * volume.c - a volume's life on an open cache: attach (with the staleness check of
  * the backing's attach generation), settings, flushing its dirty data, detach.
  *
- * Each operation changes the durable state in a fixed order, so that a failure or a
- * crash between two steps leaves something a later open understands
- * (docs/format.md, "update protocol").
+ * Each operation is a table of named steps run by tc_steps_run() (steps.h), which on
+ * a failure undoes the completed steps in reverse.  The durable state changes in a
+ * fixed order, so that a failure or a crash between two steps leaves something a
+ * later open understands (docs/format.md, "update protocol").
  */
 #include <errno.h>
 #include <inttypes.h>
