@@ -12,6 +12,16 @@
 #include <string.h>
 #include "cache_priv.h"
 
+int tc_sb_write_both(tc_dev *dev, const void *buf, uint32_t size)
+{
+	int r = tc_dev_pwrite(dev, buf, size, 0, 0);
+	if (!r)
+		r = tc_dev_pwrite(dev, buf, size, size, 0);
+	if (!r)
+		r = tc_dev_flush(dev);
+	return r;
+}
+
 int tc_backing_format(tc_ctx *ctx, tc_dev *dev, const char *name,
 		      const struct tc_volume_settings *settings)
 {
@@ -63,11 +73,7 @@ int tc_backing_format_striped(tc_ctx *ctx, tc_dev *dev, const char *name,
 	if (!buf)
 		return -ENOMEM;
 	tc_fmt_backing_sb_encode(&b, buf);
-	int r = tc_dev_pwrite(dev, buf, TC_BACKING_SB_SIZE, 0, 0);
-	if (!r)
-		r = tc_dev_pwrite(dev, buf, TC_BACKING_SB_SIZE, TC_BACKING_SB_SIZE, 0);
-	if (!r)
-		r = tc_dev_flush(dev);
+	int r = tc_sb_write_both(dev, buf, TC_BACKING_SB_SIZE);
 	free(buf);
 	if (r)
 		tc_err(ctx, "backing %s: format failed: %s", dev->name, strerror(-r));

@@ -161,11 +161,7 @@ static int format_superblocks(void *arg)
 		r = -ENOMEM;
 	} else {
 		tc_fmt_cache_sb_encode(op->sb, sbuf);
-		r = tc_dev_pwrite(dev, sbuf, TC_CACHE_SB_SIZE, 0, 0);
-		if (!r)
-			r = tc_dev_pwrite(dev, sbuf, TC_CACHE_SB_SIZE, TC_CACHE_SB_SIZE, 0);
-		if (!r)
-			r = tc_dev_flush(dev);
+		r = tc_sb_write_both(dev, sbuf, TC_CACHE_SB_SIZE);
 		free(sbuf);
 	}
 	if (r)

@@ -312,6 +312,9 @@ void tc_cache_free(struct tc_cache *c);
  * *@b, its copy in *@latest.  Errors logged: -EINVAL (none, or the device shrank),
  * -EUCLEAN (both copies refused), or the read's error. */
 int tc_backing_sb_read(tc_ctx *ctx, tc_dev *dev, struct tc_backing_sb *b, int *latest);
+/* Write the encoded superblock @buf of @size bytes to both copies (offsets 0 and
+ * @size) and flush: formatting a device.  0 or the first negative errno. */
+int tc_sb_write_both(tc_dev *dev, const void *buf, uint32_t size);
 
 /* ---- volumes (volume.c) ---- */
 /* Free a volume's memory (no I/O; the cache no longer lists it). */

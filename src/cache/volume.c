@@ -39,41 +39,55 @@ static void vol_count_lines(struct tc_cache *c, struct tc_volume *v)
 	atomic_store(&v->valid_units, valid);
 }
 
-/* Drop every line of volume @id (it must be offline or quiesced): valid and dirty bits
- * cleared; slots stay mapped empty until a commit makes that durable. */
-static void drop_volume_lines(struct tc_cache *c, uint8_t id)
+/*
+ * Visit every slot that peeks as volume @id's, under the line's shard lock: @fn
+ * checks the slot is still the volume's and changes it; returning true, it has
+ * unmapped the slot, which then goes back to the free list (shard lock dropped).
+ */
+static void each_volume_slot(struct tc_cache *c, uint8_t id,
+			     bool (*fn)(struct tc_cache *c, uint32_t slot, uint8_t id))
 {
 	for (uint32_t i = 0; i < c->nslots; i++) {
-		struct tc_line *l = &c->lines[i];
-		struct tc_line peek = tc_line_peek(l);
+		struct tc_line peek = tc_line_peek(&c->lines[i]);
 		if (peek.vol != id)
 			continue;
 		struct tc_lock_shard *s = tc_shard_of(c, tc_line_key(id, peek.line_no));
 		pthread_mutex_lock(&s->lock);
-		if (l->vol == id && (l->valid || l->dirty))
-			tc_line_set_bits(c, i, 0, 0);
+		bool freed = fn(c, i, id);
 		pthread_mutex_unlock(&s->lock);
+		if (freed)
+			tc_slot_free(c, i);
 	}
+}
+
+static bool drop_line(struct tc_cache *c, uint32_t slot, uint8_t id)
+{
+	struct tc_line *l = &c->lines[slot];
+	if (l->vol == id && (l->valid || l->dirty))
+		tc_line_set_bits(c, slot, 0, 0);
+	return false;
+}
+
+/* Drop every line of volume @id (it must be offline or quiesced): valid and dirty bits
+ * cleared; slots stay mapped empty until a commit makes that durable. */
+static void drop_volume_lines(struct tc_cache *c, uint8_t id)
+{
+	each_volume_slot(c, id, drop_line);
+}
+
+static bool unmap_line(struct tc_cache *c, uint32_t slot, uint8_t id)
+{
+	struct tc_line *l = &c->lines[slot];
+	bool mine = l->vol == id && !l->dirty && !(tc_line_flags_load(l) & TC_LINE_DISK_DIRTY);
+	if (mine)
+		tc_line_unmap(c, slot);
+	return mine;
 }
 
 /* After a commit made the drop durable: unmap the volume's slots into the free list. */
 static void free_volume_slots(struct tc_cache *c, uint8_t id)
 {
-	for (uint32_t i = 0; i < c->nslots; i++) {
-		struct tc_line *l = &c->lines[i];
-		struct tc_line peek = tc_line_peek(l);
-		if (peek.vol != id)
-			continue;
-		struct tc_lock_shard *s = tc_shard_of(c, tc_line_key(id, peek.line_no));
-		pthread_mutex_lock(&s->lock);
-		bool mine = l->vol == id && !l->dirty &&
-			    !(tc_line_flags_load(l) & TC_LINE_DISK_DIRTY);
-		if (mine)
-			tc_line_unmap(c, i);
-		pthread_mutex_unlock(&s->lock);
-		if (mine)
-			tc_slot_free(c, i);
-	}
+	each_volume_slot(c, id, unmap_line);
 }
 
 static uint64_t count_dirty_of(struct tc_cache *c, uint8_t id)
