@@ -66,6 +66,13 @@ int tc_ctx_wait_until(tc_ctx *ctx, const volatile bool *flag);
 /* tc_ctx_wake - wake tc_ctx_wait_until() waiters after setting a flag (release). */
 void tc_ctx_wake(tc_ctx *ctx);
 
+/* Logging with printf formats; messages name the object and the value at fault. */
+void tc_log(tc_ctx *ctx, enum tc_log_level level, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+#define tc_err(ctx, ...) tc_log((ctx), TC_LOG_ERROR, __VA_ARGS__)
+#define tc_warn(ctx, ...) tc_log((ctx), TC_LOG_WARN, __VA_ARGS__)
+#define tc_info(ctx, ...) tc_log((ctx), TC_LOG_INFO, __VA_ARGS__)
+
 /*
  * struct tc_waiter - "submit, then wait for the completion callback", once for every
  * synchronous helper (device I/O, volume I/O, metadata commit).  The waiter lives on
@@ -94,12 +101,5 @@ void tc_waiter_done(struct tc_waiter *w, int result);
 /* tc_waiter_wait - wait for tc_waiter_done(); returns its result, or -EDEADLK when a
  * deterministic context has nothing left to run (tc_ctx_wait_until). */
 int tc_waiter_wait(struct tc_waiter *w);
-
-/* Logging with printf formats; messages name the object and the value at fault. */
-void tc_log(tc_ctx *ctx, enum tc_log_level level, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
-#define tc_err(ctx, ...) tc_log((ctx), TC_LOG_ERROR, __VA_ARGS__)
-#define tc_warn(ctx, ...) tc_log((ctx), TC_LOG_WARN, __VA_ARGS__)
-#define tc_info(ctx, ...) tc_log((ctx), TC_LOG_INFO, __VA_ARGS__)
 
 #endif /* TC_CTX_H */
