@@ -543,6 +543,31 @@ void tc_ctx_wake(tc_ctx *ctx)
 	pthread_mutex_unlock(&ctx->lock);
 }
 
+void tc_waiter_init(struct tc_waiter *w, tc_ctx *ctx)
+{
+	w->ctx = ctx;
+	w->result = 0;
+	w->done = false;
+}
+
+void tc_waiter_done(struct tc_waiter *w, int result)
+{
+	tc_ctx *ctx = w->ctx;
+
+	w->result = result;
+	/* After this store the waiter may return and reuse its stack (and @w): touch
+	 * nothing of it. */
+	__atomic_store_n(&w->done, true, __ATOMIC_RELEASE);
+	tc_ctx_wake(ctx);
+}
+
+int tc_waiter_wait(struct tc_waiter *w)
+{
+	int r = tc_ctx_wait_until(w->ctx, &w->done);
+
+	return r ? r : w->result;
+}
+
 /* ------------------------------------------------------------------------------------
  * Random numbers and logging.
  */

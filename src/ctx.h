@@ -72,4 +72,33 @@ void tc_ctx_wake(tc_ctx *ctx);
 #define tc_warn(ctx, ...) tc_log((ctx), TC_LOG_WARN, __VA_ARGS__)
 #define tc_info(ctx, ...) tc_log((ctx), TC_LOG_INFO, __VA_ARGS__)
 
+/*
+ * struct tc_waiter - "submit, then wait for the completion callback", once for every
+ * synchronous helper (device I/O, volume I/O, metadata commit).  The waiter lives on
+ * the waiting thread's stack:
+ *
+ *	struct tc_waiter w;
+ *	tc_waiter_init(&w, ctx);
+ *	submit(..., callback that calls tc_waiter_done(&w, result));
+ *	return tc_waiter_wait(&w);
+ *
+ * tc_waiter_wait() blocks (threaded mode) or runs the context (deterministic mode, and
+ * on the worker thread itself) through tc_ctx_wait_until().  tc_waiter_done() may run
+ * on any thread; the waiter may return, and its stack go, the moment it has stored the
+ * result, so tc_waiter_done() touches nothing of @w after that store, and the caller's
+ * callback must not touch its own request after calling it either.
+ */
+struct tc_waiter {
+	tc_ctx *ctx;
+	int result;             /* 0 or negative errno, from tc_waiter_done() */
+	bool done;
+};
+
+void tc_waiter_init(struct tc_waiter *w, tc_ctx *ctx);
+/* tc_waiter_done - record @result and wake the waiter; call it last. */
+void tc_waiter_done(struct tc_waiter *w, int result);
+/* tc_waiter_wait - wait for tc_waiter_done(); returns its result, or -EDEADLK when a
+ * deterministic context has nothing left to run (tc_ctx_wait_until). */
+int tc_waiter_wait(struct tc_waiter *w);
+
 #endif /* TC_CTX_H */

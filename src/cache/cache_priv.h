@@ -4,7 +4,7 @@
  *
  * Map: a flat array of struct tc_line (one per cache slot) plus a chained hash index
  * (buckets[] of slot numbers, chains through tc_line.hnext).  A bucket belongs to a
- * stripe; the stripe mutex protects the bucket chains, the lines hashed there and the
+ * lock shard; the shard mutex protects the bucket chains, the lines hashed there and the
  * in-flight records of those lines.  No cache-wide lock on the hit path.
  *
  * In-flight records (struct tc_inflight) exist only for lines with requests in
@@ -13,8 +13,8 @@
  * generation, bumped by every write, discard and invalidation, so the cleaner can tell
  * whether a line was rewritten while its writeback was in flight.
  *
- * Lock order: stripe lock -> md block lock.  The allocator lock is taken with no
- * stripe lock held; under it, victims' stripes are only try-locked.
+ * Lock order: shard lock -> md block lock.  The allocator lock is taken with no
+ * shard lock held; under it, victims' shards are only try-locked.
  */
 #ifndef TC_CACHE_PRIV_H
 #define TC_CACHE_PRIV_H
@@ -31,9 +31,10 @@
 #define TC_TICK_NS 10000000ull   /* cleaner / commit timer period: 10 ms */
 #define TC_CLEAN_BATCH 64        /* lines per writeback batch */
 
-struct tc_sub;
 struct tc_cache;
+struct tc_line_hold;
 
+/* A line's in-flight record (lock.c): its lock and its generation. */
 struct tc_inflight {
 	uint64_t key;
 	struct tc_inflight *next;
@@ -41,10 +42,25 @@ struct tc_inflight {
 	uint32_t readers;
 	bool writer;
 	uint32_t gen;
-	struct tc_sub *wait_head, *wait_tail;
+	struct tc_line_hold *wait_head, *wait_tail;
 };
 
-struct tc_stripe {
+/*
+ * One party's hold on a line lock, or its place in the line's queue (lock.c); a
+ * sub-request embeds one.  The owner sets want_excl before acquiring and resume.fn
+ * once: a waiter granted the line is resumed by queuing resume on the context, with
+ * the lock held in the mode asked for.
+ */
+struct tc_line_hold {
+	struct tc_inflight *inf;        /* the line's record while holding or queued */
+	struct tc_line_hold *wnext;     /* next in the record's queue of waiters */
+	bool want_excl;                 /* the mode to acquire in */
+	bool excl;                      /* the mode held */
+	bool holding;
+	struct tc_work resume;
+};
+
+struct tc_lock_shard {
 	pthread_mutex_t lock;
 	struct tc_inflight *inflight;
 	struct tc_inflight *spare;       /* one freed record kept for reuse */
@@ -77,7 +93,8 @@ struct tc_meta {
 	uint32_t nsnap;
 	uint8_t *snap_buf;               /* nsnap * 4096, aligned */
 	struct tc_md_block *scratch;
-	int step, pending, err;
+	int step;                        /* enum commit_step_id (metadata.c) */
+	int pending, err;
 	struct tc_work work;
 	struct tc_io *ios;               /* one per block + flushes */
 	struct iovec *iovs;
@@ -116,7 +133,7 @@ struct tc_volume {
 	 * data left, a FLUSH or FUA write first moves the backing's attach generation on
 	 * the backing (one superblock write), so that the failed cache, met again after a
 	 * restart, is not trusted for data the backing has overwritten since
-	 * (request.c, fallback_release). */
+	 * (request.c, fallback_durable). */
 	pthread_mutex_t release_lock;
 	int release_state;               /* enum tc_release_state */
 	struct tc_commit_waiter *release_waiters;
@@ -157,7 +174,7 @@ struct tc_cleaner {
 	} lines[TC_CLEAN_BATCH];
 	uint8_t *bufs;                   /* TC_CLEAN_BATCH * line_size */
 	int pending, err;
-	int step;
+	int step;                        /* enum batch_step_id (cleaner.c) */
 	struct tc_io *ios;               /* TC_CLEAN_BATCH * 2 + 1 */
 	struct iovec *iovs;
 	struct tc_work work;
@@ -187,8 +204,8 @@ struct tc_cache {
 	struct tc_line *lines;
 	uint32_t *buckets;
 	uint32_t bucket_mask;
-	struct tc_stripe *stripes;
-	uint32_t stripe_mask;
+	struct tc_lock_shard *shards;
+	uint32_t shard_mask;
 	/* Allocator. */
 	pthread_mutex_t alloc_lock;
 	uint32_t *free_slots;
@@ -222,7 +239,7 @@ struct tc_cache {
 #define TC_SET(v, field) __atomic_load_n(&(v)->set.field, __ATOMIC_RELAXED)
 void tc_settings_publish(struct tc_volume *v, const struct tc_volume_settings *s);
 
-/* ---- map (cache.c) ---- */
+/* ---- map (map.c) ---- */
 static inline uint32_t tc_hash_key(uint64_t key)
 {
 	key ^= key >> 33;
@@ -232,29 +249,83 @@ static inline uint32_t tc_hash_key(uint64_t key)
 	key ^= key >> 33;
 	return (uint32_t)key;
 }
-static inline struct tc_stripe *tc_stripe_of(struct tc_cache *c, uint64_t key)
+static inline struct tc_lock_shard *tc_shard_of(struct tc_cache *c, uint64_t key)
 {
-	return &c->stripes[tc_hash_key(key) & c->bucket_mask & c->stripe_mask];
+	return &c->shards[tc_hash_key(key) & c->bucket_mask & c->shard_mask];
 }
-/* Under the stripe lock of @key. */
+/* Under the shard lock of @key. */
 uint32_t tc_map_lookup(struct tc_cache *c, uint64_t key);
 void tc_map_insert(struct tc_cache *c, uint32_t slot);
 void tc_map_remove(struct tc_cache *c, uint32_t slot);
 
-/* Line state changes under the stripe lock: update valid/dirty with accounting and
+/* Line state changes under the shard lock: update valid/dirty with accounting and
  * mark the md block changed. */
 void tc_line_set_bits(struct tc_cache *c, uint32_t slot, uint16_t valid, uint16_t dirty);
-/* Unmap a slot entirely (stripe lock held): drops valid/dirty with accounting. */
+/* Unmap a slot entirely (shard lock held): drops valid/dirty with accounting. */
 void tc_line_unmap(struct tc_cache *c, uint32_t slot);
 
-/* In-flight records (stripe lock held). */
-struct tc_inflight *tc_inflight_get(struct tc_cache *c, struct tc_stripe *s, uint64_t key,
-				    bool create);
-void tc_inflight_put(struct tc_cache *c, struct tc_stripe *s, struct tc_inflight *inf);
+/* ---- in-flight records and the line lock (lock.c) ----
+ * Shard lock @s of @key held unless said otherwise. */
+/* The record of @key with one more reference; with @create, a new one if none
+ * exists (NULL when out of memory); NULL without @create when none exists. */
+struct tc_inflight *tc_inflight_get(struct tc_cache *c, struct tc_lock_shard *s,
+				    uint64_t key, bool create);
+/* Drop a reference; the last one frees the record. */
+void tc_inflight_put(struct tc_cache *c, struct tc_lock_shard *s, struct tc_inflight *inf);
+/* Whether @key has a record: some request or the cleaner holds or waits for it. */
+bool tc_inflight_exists(struct tc_lock_shard *s, uint64_t key);
+/* Take the line in the mode @h->want_excl asks.  Returns true if taken; false if
+ * queued (resumed later through @h->resume) or out of memory (@h->inf stays NULL). */
+bool tc_line_acquire(struct tc_cache *c, struct tc_lock_shard *s, uint64_t key,
+		     struct tc_line_hold *h);
+/* Release @h's hold and its reference; returns the holds granted meanwhile, for
+ * tc_line_resume() once the shard lock is dropped. */
+struct tc_line_hold *tc_line_release_locked(struct tc_cache *c, struct tc_lock_shard *s,
+					    struct tc_line_hold *h);
+/* Resume granted holds (no shard lock held). */
+void tc_line_resume(struct tc_cache *c, struct tc_line_hold *granted);
+/* The cleaner: hold @key shared without queueing, if nobody holds it exclusively or
+ * waits for it; returns the record (one reference), or NULL. */
+struct tc_inflight *tc_line_try_shared(struct tc_cache *c, struct tc_lock_shard *s,
+				       uint64_t key);
+/* Drop a shared hold taken by tc_line_try_shared() (shard lock NOT held), waking
+ * waiters; the reference stays, for the generation check. */
+void tc_line_release_shared(struct tc_cache *c, struct tc_lock_shard *s,
+			    struct tc_inflight *inf);
 
-/* Allocation: a slot for @key, not yet in the hash, vol/line_no set and inserted in
- * the policy.  No stripe lock held.  Returns TC_SLOT_NONE if nothing is evictable. */
+/* ---- allocation (alloc.c) ---- */
+/* A slot for @key, not yet in the hash, vol/line_no set and inserted in the policy.
+ * No shard lock held.  Returns TC_SLOT_NONE if nothing is evictable. */
 uint32_t tc_slot_alloc(struct tc_cache *c, uint8_t vol, uint32_t line_no);
+/* Return a mapped-out slot to the free list (the policy forgets it). */
+void tc_slot_free(struct tc_cache *c, uint32_t slot);
+
+/* ---- the cache object (cache.c) ---- */
+/* A cache's in-memory structures from its newest valid superblock, nothing loaded or
+ * written yet (shared by open and inspection).  Returns 0 and *@out, or -errno. */
+int tc_cache_setup(tc_ctx *ctx, tc_dev *dev, struct tc_cache **out);
+/* Free a cache and its online volumes' memory (no I/O). */
+void tc_cache_free(struct tc_cache *c);
+
+/* ---- backings (backing.c) ---- */
+/* Read both superblock copies of @dev; the valid one with the highest generation in
+ * *@b, its copy in *@latest.  Errors logged: -EINVAL (none, or the device shrank),
+ * -EUCLEAN (both copies refused), or the read's error. */
+int tc_backing_sb_read(tc_ctx *ctx, tc_dev *dev, struct tc_backing_sb *b, int *latest);
+/* Write the encoded superblock @buf of @size bytes to both copies (offsets 0 and
+ * @size) and flush: formatting a device.  0 or the first negative errno. */
+int tc_sb_write_both(tc_dev *dev, const void *buf, uint32_t size);
+
+/* ---- volumes (volume.c) ---- */
+/* Free a volume's memory (no I/O; the cache no longer lists it). */
+void tc_volume_free(struct tc_volume *v);
+
+/* ---- management (mngt.c) ---- */
+/* Let the engine run until volume @v (NULL: the whole cache) has no request in
+ * flight; polls the context in deterministic mode, sleeps 1 ms slices otherwise. */
+void tc_mngt_wait_requests(struct tc_cache *c, struct tc_volume *v);
+/* Likewise until no commit, cleaner batch or cleaner kick is running or queued. */
+void tc_mngt_wait_idle(struct tc_cache *c);
 
 /* ---- metadata (metadata.c) ---- */
 int tc_meta_init(struct tc_cache *c);
@@ -283,10 +354,6 @@ int tc_backing_sb_write(struct tc_volume *v);
 void tc_cache_error(struct tc_cache *c, struct tc_volume *v, const char *what, int err);
 /* Free every request still in flight, without completing it (process death). */
 void tc_requests_abandon(struct tc_cache *c);
-/* Drop a shared hold the cleaner took directly on @inf (stripe lock not held), waking
- * waiters; the reference stays. */
-void tc_inflight_release_shared(struct tc_cache *c, struct tc_stripe *s,
-				struct tc_inflight *inf);
 
 /* ---- cleaner (cleaner.c) ---- */
 int tc_cleaner_init(struct tc_cache *c);

@@ -47,7 +47,7 @@ void tc_cleaner_fini(struct tc_cache *c)
 	free(cl->iovs);
 	free(cl->scan);
 	/* A batch abandoned mid-flight (process death) leaves in-flight references that
-	 * cache_free() releases with the stripes. */
+	 * tc_cache_free() releases with the shards. */
 }
 
 /* Bytes per second the volume may write back now; UINT64_MAX = unlimited; 0 = idle. */
@@ -75,6 +75,17 @@ static int cmp_u64(const void *a, const void *b)
 	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
 	return x < y ? -1 : x > y;
 }
+
+/*
+ * The steps of a batch (tc_cleaner.step): each names the I/O round that has just
+ * completed; batch_step() runs it, advancing the step first.
+ */
+enum batch_step_id {
+	BATCH_READS_DONE = 0,      /* slot reads done: verify, write the backing */
+	BATCH_WRITES_DONE,         /* backing writes done: release the lines, flush */
+	BATCH_FLUSH_DONE,          /* backing flush done: mark clean, finish */
+	BATCH_FINISHED,            /* finished early after an error */
+};
 
 static void batch_step(struct tc_cache *c);
 
@@ -105,7 +116,7 @@ static void batch_submit(struct tc_cache *c, unsigned *nio, tc_dev *dev, uint8_t
 	tc_dev_submit(dev, io);
 }
 
-/* Step 1: read the dirty span of every slot in the batch. */
+/* The first round: read the dirty span of every slot in the batch. */
 static void batch_read(struct tc_cache *c)
 {
 	struct tc_cleaner *cl = &c->cleaner;
@@ -127,7 +138,7 @@ static void batch_read(struct tc_cache *c)
 		batch_step(c);
 }
 
-/* Step 2: write runs of dirty units, merged across adjacent lines. */
+/* The second round: write runs of dirty units, merged across adjacent lines. */
 static void batch_write(struct tc_cache *c)
 {
 	struct tc_cleaner *cl = &c->cleaner;
@@ -180,8 +191,8 @@ static void batch_release(struct tc_cache *c)
 	struct tc_cleaner *cl = &c->cleaner;
 	for (uint32_t i = 0; i < cl->n; i++) {
 		struct tc_clean_line *ln = &cl->lines[i];
-		struct tc_stripe *s = tc_stripe_of(c, tc_line_key(cl->vol->id, ln->line_no));
-		tc_inflight_release_shared(c, s, ln->inf);
+		struct tc_lock_shard *s = tc_shard_of(c, tc_line_key(cl->vol->id, ln->line_no));
+		tc_line_release_shared(c, s, ln->inf);
 	}
 }
 
@@ -204,7 +215,7 @@ static void batch_finish(struct tc_cache *c)
 	for (uint32_t i = 0; i < cl->n; i++) {
 		struct tc_clean_line *ln = &cl->lines[i];
 		uint64_t key = tc_line_key(v->id, ln->line_no);
-		struct tc_stripe *s = tc_stripe_of(c, key);
+		struct tc_lock_shard *s = tc_shard_of(c, key);
 		pthread_mutex_lock(&s->lock);
 		struct tc_line *l = &c->lines[ln->slot];
 		if (!err && ln->inf->gen == ln->gen && l->vol == v->id &&
@@ -270,27 +281,28 @@ static void batch_step(struct tc_cache *c)
 	int step = cl->step++;
 	int err = __atomic_load_n(&cl->err, __ATOMIC_RELAXED);
 	switch (step) {
-	case 0:   /* reads done */
+	case BATCH_READS_DONE:
 		if (err) {
 			tc_cache_error(c, cl->vol, "writeback read", err);
 			batch_release(c);
-			cl->step = 3;
+			cl->step = BATCH_FINISHED;
 			batch_finish(c);
 			return;
 		}
 		batch_verify(c);
 		batch_write(c);
 		break;
-	case 1:   /* writes done */
+	case BATCH_WRITES_DONE:
 		batch_release(c);
 		if (err) {
-			cl->step = 3;
+			cl->step = BATCH_FINISHED;
 			batch_finish(c);
 			return;
 		}
 		batch_flush(c);
 		break;
-	default:  /* flush done */
+	case BATCH_FLUSH_DONE:
+	default:
 		batch_finish(c);
 		break;
 	}
@@ -341,19 +353,13 @@ static uint32_t batch_collect(struct tc_cache *c, struct tc_volume *v, uint64_t 
 	for (uint32_t k = 0; k < cnt && n < TC_CLEAN_BATCH && bytes < budget; k++) {
 		uint32_t slot = (uint32_t)keys[k], line_no = (uint32_t)(keys[k] >> 32);
 		uint64_t key = tc_line_key(v->id, line_no);
-		struct tc_stripe *s = tc_stripe_of(c, key);
+		struct tc_lock_shard *s = tc_shard_of(c, key);
 		pthread_mutex_lock(&s->lock);
 		struct tc_line *l = &c->lines[slot];
 		struct tc_inflight *inf = NULL;
-		if (l->vol == v->id && l->line_no == line_no && l->dirty) {
-			inf = tc_inflight_get(c, s, key, true);
-			if (inf && (inf->writer || inf->wait_head)) {
-				tc_inflight_put(c, s, inf);
-				inf = NULL;
-			}
-		}
+		if (l->vol == v->id && l->line_no == line_no && l->dirty)
+			inf = tc_line_try_shared(c, s, key);
 		if (inf) {
-			inf->readers++;
 			struct tc_clean_line *ln = &cl->lines[n];
 			ln->slot = slot;
 			ln->line_no = line_no;
@@ -442,7 +448,7 @@ void tc_cleaner_tick(struct tc_cache *c, uint64_t now)
 	pthread_mutex_unlock(&c->meta.lock);
 	cl->n = n;
 	cl->err = 0;
-	cl->step = 0;
+	cl->step = BATCH_READS_DONE;
 	cl->work.fn = batch_start_work;
 	tc_ctx_defer(c->ctx, &cl->work);
 }

@@ -1,166 +1,156 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * inspect.c - what a device holds, read without writing: our own superblocks first,
- * then every signature libblkid knows (file systems, LVM, md, partition tables), so
- * that `tiercache create` refuses to format over data it does not own.
+ * inspect.c - looking at a cache without changing it: tc_cache_inspect() reads a
+ * closed cache (superblock copies, metadata damage, what each volume record holds),
+ * tc_cache_volumes() reports the volume records of an open one, and
+ * tc_volume_valid_bytes() tells how much of a range of an online volume the cache
+ * holds (residency).
  */
-#include <blkid/blkid.h>
 #include <errno.h>
+#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
 #include "cache_priv.h"
-#include "format.h"
 
-/* The file behind @dev for libblkid: crash devices are named "crash:PATH". */
-static const char *dev_path(tc_dev *dev)
+uint64_t tc_volume_valid_bytes(tc_volume *v, uint64_t off, uint64_t len)
 {
-	struct tc_dev_info info;
-	tc_dev_info(dev, &info);
-	if (!strcmp(info.backend, "memory"))
-		return NULL;
-	if (!strncmp(info.name, "crash:", 6))
-		return info.name + 6;
-	return info.name;
-}
+	struct tc_cache *c = v->cache;
+	uint64_t pos = off, got = 0, end;
 
-/* libblkid's verdict on @path: 1 and a description of a foreign signature, 0 when
- * none, negative errno when the probe could not run. */
-static int probe_foreign(const char *path, char *what, size_t len)
-{
-	blkid_probe pr = blkid_new_probe_from_filename(path);
-	if (!pr)
-		return -errno ? -errno : -EIO;
-	blkid_probe_enable_superblocks(pr, 1);
-	blkid_probe_set_superblocks_flags(pr, BLKID_SUBLKS_TYPE | BLKID_SUBLKS_USAGE);
-	blkid_probe_enable_partitions(pr, 1);
-	int found = 0;
-	int rc = blkid_do_safeprobe(pr);
-	if (rc == 0) {
-		const char *type = NULL, *usage = NULL;
-		blkid_probe_lookup_value(pr, "TYPE", &type, NULL);
-		blkid_probe_lookup_value(pr, "USAGE", &usage, NULL);
-		if (!type)
-			blkid_probe_lookup_value(pr, "PTTYPE", &type, NULL);
-		snprintf(what, len, "%s %s", type ? type : "unknown",
-			 usage && !strcmp(usage, "filesystem") ? "file system" :
-			 usage ? usage : "partition table");
-		found = 1;
-	} else if (rc == -2) {
-		snprintf(what, len, "several conflicting signatures");
-		found = 1;
-	}
-	blkid_free_probe(pr);
-	return found;
-}
-
-static bool all_zero(const uint8_t *p, size_t n)
-{
-	for (size_t i = 0; i < n; i++)
-		if (p[i])
-			return false;
-	return true;
-}
-
-int tc_dev_probe(tc_ctx *ctx, tc_dev *dev, struct tc_probe *out)
-{
-	memset(out, 0, sizeof(*out));
-	struct tc_dev_info info;
-	tc_dev_info(dev, &info);
-	size_t len = 2 * TC_CACHE_SB_SIZE;
-	if (info.size < len) {
-		out->kind = TC_PROBE_UNKNOWN;
-		snprintf(out->what, sizeof(out->what), "device of %llu bytes is too small",
-			 (unsigned long long)info.size);
+	if (off >= v->size)
 		return 0;
+	end = len > v->size - off ? v->size : off + len;
+
+	while (pos < end) {
+		uint32_t line_no = (uint32_t)(pos >> c->line_shift);
+		uint64_t lstart = (uint64_t)line_no << c->line_shift;
+		uint64_t lend = lstart + c->line_size < end ? lstart + c->line_size : end;
+		uint64_t key = tc_line_key(v->id, line_no);
+		struct tc_lock_shard *st = tc_shard_of(c, key);
+		uint16_t valid = 0;
+
+		pthread_mutex_lock(&st->lock);
+		uint32_t slot = tc_map_lookup(c, key);
+		if (slot != TC_SLOT_NONE)
+			valid = c->lines[slot].valid;
+		pthread_mutex_unlock(&st->lock);
+		for (uint64_t p = pos; p < lend;) {
+			uint64_t unit = (p - lstart) / TC_UNIT_SIZE;
+			uint64_t uend = lstart + (unit + 1) * TC_UNIT_SIZE;
+			uint64_t e = uend < lend ? uend : lend;
+
+			if (valid & (1u << unit))
+				got += e - p;
+			p = e;
+		}
+		pos = lend;
 	}
-	uint8_t *buf = tc_alloc_buf(len);
-	struct tc_cache_sb *csb = calloc(1, sizeof(*csb));
-	struct tc_backing_sb bsb;
-	int r = -ENOMEM;
-	if (!buf || !csb)
-		goto out;
-	r = tc_dev_pread(dev, buf, len, 0);
-	if (r) {
-		tc_err(ctx, "device %s: cannot read its first %zu bytes: %s", info.name, len,
-		       strerror(-r));
-		goto out;
-	}
-	/* Cache superblock copies at 0 and 8 KiB; backing copies at 0 and 4 KiB. */
-	int best = -1;
-	for (int i = 0; i < 2; i++) {
-		struct tc_cache_sb tmp;
-		if (tc_fmt_cache_sb_decode(buf + i * TC_CACHE_SB_SIZE, &tmp, NULL, 0) ==
-		    TC_FMT_OK && (best < 0 || tmp.generation > csb->generation)) {
-			*csb = tmp;
-			best = i;
+	return got;
+}
+
+
+/* Both cache superblock copies decoded one by one, for the report. */
+static void inspect_sb_copies(tc_dev *dev, struct tc_cache_report *rep)
+{
+	uint8_t *buf = tc_alloc_buf(2 * TC_CACHE_SB_SIZE);
+	struct tc_cache_sb *tmp = calloc(1, sizeof(*tmp));
+	if (buf && tmp && !tc_dev_pread(dev, buf, 2 * TC_CACHE_SB_SIZE, 0)) {
+		for (int i = 0; i < 2; i++) {
+			enum tc_fmt_status st = tc_fmt_cache_sb_decode(buf + i * TC_CACHE_SB_SIZE,
+				tmp, rep->sb_damage[i], sizeof(rep->sb_damage[i]));
+			if (st == TC_FMT_OK) {
+				rep->sb_copies_ok++;
+				rep->sb_damage[i][0] = 0;
+			}
 		}
 	}
-	if (best >= 0) {
-		out->kind = TC_PROBE_CACHE;
-		tc_fmt_uuid_str(csb->uuid, out->uuid);
-		out->line_size = csb->line_size;
-		out->lines = csb->nslots;
-		out->clean_shutdown = csb->clean_shutdown == 1;
-		out->checksums = !csb->csum_off;
-		for (unsigned i = 0; i < TC_MAX_VOLUMES; i++)
-			out->nvolumes += csb->vols[i].id != 0;
-		snprintf(out->what, sizeof(out->what), "tiercache cache");
-		goto out;
-	}
-	best = -1;
-	for (int i = 0; i < 2; i++) {
-		struct tc_backing_sb tmp;
-		if (tc_fmt_backing_sb_decode(buf + i * TC_BACKING_SB_SIZE, &tmp, NULL, 0) ==
-		    TC_FMT_OK && (best < 0 || tmp.generation > bsb.generation)) {
-			bsb = tmp;
-			best = i;
-		}
-	}
-	if (best >= 0) {
-		out->kind = TC_PROBE_BACKING;
-		tc_fmt_uuid_str(bsb.uuid, out->uuid);
-		snprintf(out->name, sizeof(out->name), "%s", bsb.name);
-		out->volume_size = bsb.size;
-		out->data_offset = bsb.data_offset;
-		out->stripe_size = bsb.stripe_size;
-		if (!tc_fmt_uuid_is_zero(bsb.cache_uuid))
-			tc_fmt_uuid_str(bsb.cache_uuid, out->cache_uuid);
-		out->settings = bsb.settings;
-		snprintf(out->what, sizeof(out->what), "tiercache backing");
-		goto out;
-	}
-	/* Damaged copies of our own superblocks: the magic is there. */
-	uint32_t m0, m1, m2;
-	memcpy(&m0, buf, 4);
-	memcpy(&m1, buf + TC_BACKING_SB_SIZE, 4);
-	memcpy(&m2, buf + TC_CACHE_SB_SIZE, 4);
-	if (le32toh(m0) == TC_CACHE_MAGIC || le32toh(m2) == TC_CACHE_MAGIC ||
-	    le32toh(m0) == TC_BACKING_MAGIC || le32toh(m1) == TC_BACKING_MAGIC) {
-		out->kind = TC_PROBE_UNKNOWN;
-		snprintf(out->what, sizeof(out->what), "damaged tiercache %s superblock",
-			 le32toh(m0) == TC_BACKING_MAGIC || le32toh(m1) == TC_BACKING_MAGIC ?
-			 "backing" : "cache");
-		goto out;
-	}
-	const char *path = dev_path(dev);
-	if (path) {
-		int f = probe_foreign(path, out->what, sizeof(out->what));
-		if (f > 0) {
-			out->kind = TC_PROBE_FOREIGN;
-			goto out;
-		}
-	}
-	if (all_zero(buf, len)) {
-		out->kind = TC_PROBE_EMPTY;
-		snprintf(out->what, sizeof(out->what), "empty");
-	} else {
-		out->kind = TC_PROBE_UNKNOWN;
-		snprintf(out->what, sizeof(out->what), "unrecognised data");
-	}
-out:
-	free(csb);
+	free(tmp);
 	free(buf);
+}
+
+int tc_cache_inspect(tc_ctx *ctx, tc_dev *dev, struct tc_cache_report *rep)
+{
+	memset(rep, 0, sizeof(*rep));
+	int r = tc_dev_probe(ctx, dev, &rep->probe);
+	if (r)
+		return r;
+	inspect_sb_copies(dev, rep);
+	struct tc_cache *c;
+	r = tc_cache_setup(ctx, dev, &c);
+	if (r)
+		return r;
+	c->meta.inspecting = true;
+	r = tc_meta_load(c, c->sb.clean_shutdown == 1);
+	rep->md_blocks = c->sb.md_blocks;
+	rep->md_copies_damaged = c->meta.copies_damaged;
+	rep->md_blocks_lost = c->meta.blocks_lost;
+	if (r)
+		goto out;
+	for (unsigned i = 0; i < TC_MAX_VOLUMES; i++) {
+		const struct tc_vol_rec *rec = &c->sb.vols[i];
+		if (!rec->id || rep->nvolumes >= TC_INSPECT_MAX_VOLUMES)
+			continue;
+		struct tc_inspect_volume *iv = &rep->volumes[rep->nvolumes++];
+		snprintf(iv->name, sizeof(iv->name), "%s", rec->name);
+		tc_fmt_uuid_str(rec->backing_uuid, iv->backing_uuid);
+		iv->size = rec->size;
+		iv->settings = rec->settings;
+		for (uint32_t s = 0; s < c->nslots; s++) {
+			const struct tc_line *l = &c->lines[s];
+			if (l->vol != rec->id)
+				continue;
+			iv->dirty_bytes += (uint64_t)tc_popcount16(l->dirty) * TC_UNIT_SIZE;
+			iv->cached_bytes += (uint64_t)tc_popcount16(l->valid) * TC_UNIT_SIZE;
+		}
+	}
+	for (uint32_t s = 0; s < c->nslots; s++) {
+		rep->lines_used += c->lines[s].vol != 0;
+		rep->lines_dirty += c->lines[s].dirty != 0;
+	}
+	if (rep->md_blocks_lost)
+		r = -EUCLEAN;
+out:
+	tc_cache_free(c);
 	return r;
 }
+
+/* The volume records of an open cache, online or not, with the dirty and valid bytes
+ * its lines hold for each (a racy peek at the lines: a moment of a moving state). */
+unsigned tc_cache_volumes(tc_cache *c, struct tc_inspect_volume *out, unsigned max)
+{
+	uint8_t ids[TC_MAX_VOLUMES];
+	unsigned n = 0;
+	pthread_mutex_lock(&c->sb_lock);
+	for (unsigned i = 0; i < TC_MAX_VOLUMES && n < max; i++) {
+		const struct tc_vol_rec *rec = &c->sb.vols[i];
+		if (!rec->id)
+			continue;
+		struct tc_inspect_volume *iv = &out[n];
+		memset(iv, 0, sizeof(*iv));
+		snprintf(iv->name, sizeof(iv->name), "%s", rec->name);
+		tc_fmt_uuid_str(rec->backing_uuid, iv->backing_uuid);
+		iv->size = rec->size;
+		iv->settings = rec->settings;
+		ids[n++] = rec->id;
+	}
+	pthread_mutex_unlock(&c->sb_lock);
+	pthread_mutex_lock(&c->mgmt_lock);
+	for (unsigned k = 0; k < n; k++)
+		out[k].online = c->vols[ids[k]] != NULL;
+	pthread_mutex_unlock(&c->mgmt_lock);
+	for (uint32_t s = 0; s < c->nslots; s++) {
+		struct tc_line l = tc_line_peek(&c->lines[s]);
+		if (!l.vol)
+			continue;
+		for (unsigned k = 0; k < n; k++) {
+			if (ids[k] != l.vol)
+				continue;
+			out[k].dirty_bytes += (uint64_t)tc_popcount16(l.dirty) * TC_UNIT_SIZE;
+			out[k].cached_bytes += (uint64_t)tc_popcount16(l.valid) * TC_UNIT_SIZE;
+			break;
+		}
+	}
+	return n;
+}
+

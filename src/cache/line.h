@@ -10,7 +10,7 @@
  * With the hash bucket array (<= 2 bytes per line) and the replacement policy's links
  * (<= 8 bytes per line), the whole per-line cost stays at or under 24 bytes.
  *
- * Locking: line_no, vol, valid, dirty and hnext change only under the stripe lock of
+ * Locking: line_no, vol, valid, dirty and hnext change only under the shard lock of
  * the line's hash bucket; flags bits are changed with atomic byte operations because
  * the replacement policy touches its bits on hits without any lock.
  */
@@ -52,7 +52,7 @@ static inline void tc_line_flags_clear(struct tc_line *l, uint8_t bits)
 }
 
 /*
- * tc_line_peek - a copy of a line entry read without its stripe lock, for scans
+ * tc_line_peek - a copy of a line entry read without its shard lock, for scans
  * (cleaner, eviction candidates, management passes) that only pick candidates and
  * check them again under the lock.  The copy may be torn; callers never act on it
  * alone.  Not instrumented by ThreadSanitizer for that reason.

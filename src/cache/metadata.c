@@ -152,6 +152,17 @@ static void snapshot_block(struct tc_cache *c, uint32_t b, uint8_t *buf)
 	tc_fmt_md_block_encode(blk, buf);
 }
 
+/*
+ * The steps of a commit (tc_meta.step): each names the I/O round that has just
+ * completed; commit_step() runs it, advancing the step first.
+ */
+enum commit_step_id {
+	COMMIT_DATA_FLUSHED = 0,   /* first FLUSH done: write the snapshot's blocks */
+	COMMIT_BLOCKS_WRITTEN,     /* block writes done: FLUSH again */
+	COMMIT_BLOCKS_FLUSHED,     /* second FLUSH done (or a failure): finish */
+	COMMIT_FINISHED,           /* finished early: nothing to write */
+};
+
 static void commit_step(struct tc_meta *m);
 
 static void commit_io_done(struct tc_io *io, int result)
@@ -259,20 +270,21 @@ static void commit_finish(struct tc_meta *m)
 static void commit_step(struct tc_meta *m)
 {
 	int step = m->step++;
-	if (m->err && step < 2)
-		step = 2;   /* stop issuing I/O after a failure */
+	if (m->err && step < COMMIT_BLOCKS_FLUSHED)
+		step = COMMIT_BLOCKS_FLUSHED;   /* stop issuing I/O after a failure */
 	switch (step) {
-	case 0:
+	case COMMIT_DATA_FLUSHED:
 		if (m->nsnap) {
 			commit_write_blocks(m);
 			break;
 		}
-		m->step = 3;
+		m->step = COMMIT_FINISHED;
 		commit_finish(m);
 		break;
-	case 1:
+	case COMMIT_BLOCKS_WRITTEN:
 		commit_flush(m);
 		break;
+	case COMMIT_BLOCKS_FLUSHED:
 	default:
 		commit_finish(m);
 		break;
@@ -282,7 +294,7 @@ static void commit_step(struct tc_meta *m)
 static void commit_start_work(struct tc_work *w)
 {
 	struct tc_meta *m = (struct tc_meta *)((char *)w - offsetof(struct tc_meta, work));
-	commit_flush(m);   /* step 0 runs when this flush completes */
+	commit_flush(m);   /* COMMIT_DATA_FLUSHED runs when it completes */
 }
 
 /* Snapshot and start a commit (meta lock held, none running). */
@@ -292,7 +304,7 @@ static void commit_start_locked(struct tc_cache *c)
 	m->running = true;
 	m->seq++;
 	m->err = 0;
-	m->step = 0;
+	m->step = COMMIT_DATA_FLUSHED;
 	uint32_t n = 0;
 	for (uint32_t b = 0; b < m->nblocks; b++)
 		if (atomic_load_explicit(&m->block_dirty[b], memory_order_relaxed))
@@ -317,7 +329,7 @@ static void commit_start_locked(struct tc_cache *c)
 		}
 		m->nsnap = k;
 	}
-	/* The I/O starts from a work item: the caller may hold a stripe lock's worth of
+	/* The I/O starts from a work item: the caller may hold a shard lock's worth of
 	 * context, and completions must never run inside submit paths. */
 	m->work.fn = commit_start_work;
 	tc_ctx_defer(c->ctx, &m->work);
@@ -367,31 +379,22 @@ void tc_meta_tick(struct tc_cache *c, uint64_t now)
 
 
 struct sync_commit {
-	struct tc_commit_waiter w;
-	volatile bool done;
-	int result;
-	tc_ctx *ctx;
+	struct tc_commit_waiter cw;
+	struct tc_waiter *w;
 };
 
-static void sync_commit_done(struct tc_commit_waiter *w, int result)
+static void sync_commit_done(struct tc_commit_waiter *cw, int result)
 {
-	struct sync_commit *s = (struct sync_commit *)w;
-	tc_ctx *ctx = s->ctx;
-	s->result = result;
-	/* The waiter may return once done is set: @s is its stack, touch it no more. */
-	__atomic_store_n(&s->done, true, __ATOMIC_RELEASE);
-	tc_ctx_wake(ctx);
+	tc_waiter_done(((struct sync_commit *)cw)->w, result);   /* last: on its stack */
 }
 
 int tc_meta_commit_sync(struct tc_cache *c)
 {
-	struct sync_commit s;
-	memset(&s, 0, sizeof(s));
-	s.ctx = c->ctx;
-	s.w.fn = sync_commit_done;
-	tc_meta_commit_wait(c, &s.w);
-	int r = tc_ctx_wait_until(c->ctx, (const volatile bool *)&s.done);
-	return r ? r : s.result;
+	struct tc_waiter w;
+	struct sync_commit s = { .cw.fn = sync_commit_done, .w = &w };
+	tc_waiter_init(&w, c->ctx);
+	tc_meta_commit_wait(c, &s.cw);
+	return tc_waiter_wait(&w);
 }
 
 /* ---- load (recovery) ----------------------------------------------------------------- */

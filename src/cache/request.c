@@ -1,13 +1,13 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * request.c - the I/O paths: a client request is split into one sub-request per cache
- * line; each sub-request takes the line lock (an in-flight record, see cache_priv.h),
- * plans under the stripe lock, then runs up to three rounds of device I/O and
- * finishes under the stripe lock again.  Nothing blocks a thread: a sub-request that
+ * line; each sub-request takes the line lock (an in-flight record, lock.c),
+ * plans under the shard lock, then runs up to three rounds of device I/O and
+ * finishes under the shard lock again.  Nothing blocks a thread: a sub-request that
  * must wait for a line is queued on the line's in-flight record and resumed by the
  * holder's unlock through a context work item.
  *
- * Paths per line (effective write policy in brackets):
+ * Paths per line (effective write policy in brackets; planned in plan.c):
  *   read hit              slot -> client (shared line lock; directly into the client's
  *                         buffers when 4 KiB aligned)
  *   read miss             backing -> buffer; valid units of the slot -> buffer (they may
@@ -36,74 +36,11 @@
 #include <stdlib.h>
 #include <string.h>
 #include "cache_priv.h"
-
-enum { SUB_READ, SUB_WRITE, SUB_DISCARD };
-enum { ROUTE_WB, ROUTE_WT, ROUTE_WA, ROUTE_PT };
-
-#define SUB_MAX_IOS 18   /* 16 runs + backing + spare */
-
-struct tc_req {
-	struct tc_volume *vol;
-	struct tc_io *io;
-	struct tc_req *live_prev, *live_next;  /* the cache's list of live requests */
-	unsigned live_shard;
-	_Atomic int left;
-	_Atomic int err;
-	bool seq_bypass;
-	uint32_t nsubs;
-	/* FLUSH; a whole-request backing read (read_bypass_whole) uses bflush too */
-	struct tc_commit_waiter cw;
-	struct tc_io bflush;
-	void *bounce;              /* aligned copy of the client's buffer, or NULL */
-	struct iovec biov;
-	struct tc_sub *subs;
-};
-
-struct tc_sub {
-	struct tc_req *req;
-	struct tc_sub *wnext;
-	struct tc_cache *c;
-	struct tc_volume *vol;
-	uint64_t key;
-	uint32_t line_no;
-	uint32_t off, len;         /* bytes within the line */
-	uint64_t data_off;         /* bytes into the request's data */
-	uint8_t kind;
-	bool fua, zeroes;
-	bool fell_back;            /* a failed slot write went through to the backing */
-	bool want_excl, excl, holding;
-	uint8_t route;
-	struct tc_inflight *inf;
-	struct tc_stripe *stripe;
-	uint32_t slot;
-	uint16_t touched, full;    /* units touched / fully covered */
-	uint16_t from_cache;       /* units read from the slot */
-	uint16_t fill;             /* units written to the slot after a backing read */
-	uint16_t cache_write;      /* units written to the slot by a write */
-	uint16_t rmw_backing;      /* partial units merged from the backing */
-	uint16_t rmw_cache;        /* partial units merged from the slot */
-	uint32_t bspan_lo, bspan_hi; /* read miss: backing read units [lo, hi) */
-	bool direct;               /* hit or write straight from/to the client's iovecs */
-	bool backing_write;
-	uint8_t *buf;              /* line-sized bounce buffer */
-	int step;
-	_Atomic int pending;
-	_Atomic int cache_err, backing_err;
-	struct tc_work work;
-	struct tc_commit_waiter cw;
-	int nios;
-	struct iovec *iov_direct;  /* client iov slice: &iov_one or malloc'ed */
-	int iov_direct_cnt;
-	struct iovec iov_one;
-	/* Scratch for the device requests of one round; not zeroed at allocation (each
-	 * use initialises its entry): everything above this line is. */
-	struct tc_io ios[SUB_MAX_IOS];
-	bool io_on_cache[SUB_MAX_IOS];
-	struct iovec iov_inline[SUB_MAX_IOS];
-};
+#include "request.h"
 
 static void sub_step(struct tc_sub *s);
 static void sub_locked(struct tc_sub *s);
+static void sub_resume_work(struct tc_work *w);
 
 /* ---- small helpers ---------------------------------------------------------------- */
 
@@ -264,106 +201,13 @@ static void sub_slot_runs(struct tc_sub *s, uint16_t mask, bool write, unsigned 
 	}
 }
 
-/* ---- line lock ---------------------------------------------------------------------- */
-
-/* Grant the line to waiters at the head of the queue (stripe lock held); returns the
- * list of granted sub-requests, to be resumed after the stripe lock is dropped. */
-static struct tc_sub *line_grant(struct tc_inflight *inf)
-{
-	struct tc_sub *granted = NULL, **tail = &granted;
-	while (inf->wait_head && !inf->writer) {
-		struct tc_sub *w = inf->wait_head;
-		if (w->want_excl) {
-			if (inf->readers)
-				break;
-			inf->writer = true;
-		} else {
-			inf->readers++;
-		}
-		inf->wait_head = w->wnext;
-		if (!inf->wait_head)
-			inf->wait_tail = NULL;
-		w->wnext = NULL;
-		w->excl = w->want_excl;
-		w->holding = true;
-		*tail = w;
-		tail = &w->wnext;
-		if (w->want_excl)
-			break;
-	}
-	return granted;
-}
+/* ---- the line lock (lock.c) ------------------------------------------------------- */
 
 static void sub_resume_work(struct tc_work *w)
 {
-	struct tc_sub *s = (struct tc_sub *)((char *)w - offsetof(struct tc_sub, work));
-	pthread_mutex_lock(&s->stripe->lock);
+	struct tc_sub *s = (struct tc_sub *)((char *)w - offsetof(struct tc_sub, hold.resume));
+	pthread_mutex_lock(&s->shard->lock);
 	sub_locked(s);
-}
-
-static void resume_granted(struct tc_cache *c, struct tc_sub *g)
-{
-	while (g) {
-		struct tc_sub *n = g->wnext;
-		g->wnext = NULL;
-		g->work.fn = sub_resume_work;
-		tc_ctx_defer(c->ctx, &g->work);
-		g = n;
-	}
-}
-
-void tc_inflight_release_shared(struct tc_cache *c, struct tc_stripe *s,
-				struct tc_inflight *inf)
-{
-	pthread_mutex_lock(&s->lock);
-	inf->readers--;
-	struct tc_sub *g = line_grant(inf);
-	pthread_mutex_unlock(&s->lock);
-	resume_granted(c, g);
-}
-
-/* Release the line (stripe lock held); returns waiters to resume. */
-static struct tc_sub *line_release_locked(struct tc_cache *c, struct tc_sub *s)
-{
-	struct tc_inflight *inf = s->inf;
-	if (s->excl)
-		inf->writer = false;
-	else
-		inf->readers--;
-	s->holding = false;
-	struct tc_sub *g = line_grant(inf);
-	tc_inflight_put(c, s->stripe, inf);
-	s->inf = NULL;
-	return g;
-}
-
-/* Try to take the line in the mode s->want_excl asks (stripe lock held).  Returns true
- * if taken; otherwise the sub-request is queued and will be resumed by a release. */
-static bool line_acquire(struct tc_cache *c, struct tc_sub *s)
-{
-	if (!s->inf) {
-		s->inf = tc_inflight_get(c, s->stripe, s->key, true);
-		if (!s->inf)
-			return false;  /* out of memory: the caller fails the sub-request */
-	}
-	struct tc_inflight *inf = s->inf;
-	bool ok = !inf->writer && !inf->wait_head && (!s->want_excl || !inf->readers);
-	if (ok) {
-		if (s->want_excl)
-			inf->writer = true;
-		else
-			inf->readers++;
-		s->excl = s->want_excl;
-		s->holding = true;
-		return true;
-	}
-	s->wnext = NULL;
-	if (inf->wait_tail)
-		inf->wait_tail->wnext = s;
-	else
-		inf->wait_head = s;
-	inf->wait_tail = s;
-	return false;
 }
 
 /* ---- completion --------------------------------------------------------------------- */
@@ -552,13 +396,14 @@ static bool fallback_durable(struct tc_volume *v, struct tc_commit_waiter *w)
 static void sub_done(struct tc_sub *s, int err)
 {
 	struct tc_cache *c = s->c;
-	struct tc_sub *g = NULL;
-	pthread_mutex_lock(&s->stripe->lock);
-	if (s->holding)
-		g = line_release_locked(c, s);
-	pthread_mutex_unlock(&s->stripe->lock);
-	resume_granted(c, g);
-	if (s->kind == SUB_WRITE && s->route == ROUTE_WB && s->step >= 30)
+	struct tc_line_hold *g = NULL;
+	pthread_mutex_lock(&s->shard->lock);
+	if (s->hold.holding)
+		g = tc_line_release_locked(c, s->shard, &s->hold);
+	pthread_mutex_unlock(&s->shard->lock);
+	tc_line_resume(c, g);
+	if (s->kind == SUB_WRITE && s->route == ROUTE_WB &&
+	    s->step >= STEP_WRITE_RMW_READS)
 		atomic_fetch_sub(&s->vol->wb_inflight, 1);
 	if (!err && s->fua && s->kind == SUB_WRITE && (s->route == ROUTE_WB || s->fell_back)) {
 		/* FUA in write-back: durable once its data and mapping are committed.  After
@@ -576,165 +421,15 @@ static void sub_done(struct tc_sub *s, int err)
 	req_part_done(s->req, err);
 }
 
-/* ---- planning (stripe lock and line lock held) -------------------------------------- */
-
-static uint8_t effective_route(struct tc_sub *s)
-{
-	struct tc_volume *v = s->vol;
-	if (atomic_load(&s->c->failed))
-		return ROUTE_PT;
-	uint8_t wp = __atomic_load_n(&v->set.write_policy, __ATOMIC_ACQUIRE);
-	if (s->req->seq_bypass && wp != TC_WP_PT)
-		return ROUTE_PT;
-	switch (wp) {
-	case TC_WP_WB:
-		/* Announce the write-back write before looking at draining; a drain raises
-		 * draining before reading wb_inflight, so one of the two sees the other. */
-		atomic_fetch_add(&v->wb_inflight, 1);
-		if (!atomic_load(&v->draining))
-			return ROUTE_WB;
-		atomic_fetch_sub(&v->wb_inflight, 1);
-		return ROUTE_WT;
-	case TC_WP_WT:
-		return ROUTE_WT;
-	case TC_WP_WA:
-		return ROUTE_WA;
-	default:
-		return ROUTE_PT;
-	}
-}
-
-/* Drop the stripe lock, allocate a slot for the line, retake the lock and install it. */
-static void plan_alloc(struct tc_sub *s)
-{
-	struct tc_cache *c = s->c;
-	pthread_mutex_unlock(&s->stripe->lock);
-	uint32_t slot = tc_slot_alloc(c, s->vol->id, s->line_no);
-	pthread_mutex_lock(&s->stripe->lock);
-	if (slot == TC_SLOT_NONE)
-		return;
-	tc_map_insert(c, slot);
-	s->slot = slot;
-	tc_stat_add(s->vol, ST_PROMOTIONS, 1);
-}
-
-static bool admit_fill(struct tc_sub *s)
-{
-	struct tc_volume *v = s->vol;
-	if (!TC_SET(v, read_cache) || TC_SET(v, write_policy) == TC_WP_PT ||
-	    atomic_load(&s->c->failed))
-		return false;
-	if (s->req->seq_bypass) {
-		tc_stat_add(v, ST_BYPASS_BYTES, s->len);
-		return false;
-	}
-	if (TC_SET(v, admission) == TC_ADMIT_NHIT &&
-	    tc_admit_access(&s->c->admit, s->key) < TC_SET(v, nhit)) {
-		tc_stat_add(v, ST_BYPASS_ADMIT, 1);
-		return false;
-	}
-	return true;
-}
-
-static void plan_read(struct tc_sub *s)
-{
-	struct tc_cache *c = s->c;
-	uint16_t valid = s->slot != TC_SLOT_NONE ? c->lines[s->slot].valid : 0;
-	/* A failed cache device is trusted with nothing the backing holds as well: clean
-	 * units come from the backing, dirty ones (the only copy) from the slot. */
-	if (valid && atomic_load(&c->failed))
-		valid &= c->lines[s->slot].dirty;
-
-	if ((s->touched & ~valid) == 0) {
-		tc_stat_add(s->vol, ST_READ_HITS, 1);
-		s->from_cache = s->touched;
-		s->step = 10;   /* hit */
-		return;
-	}
-	if (!s->excl) {
-		s->want_excl = true;
-		s->step = -1;   /* re-acquire exclusively */
-		return;
-	}
-	tc_stat_add(s->vol, (s->touched & valid) ? ST_READ_PARTIAL : ST_READ_MISSES, 1);
-	s->fill = 0;
-	if (admit_fill(s)) {
-		if (s->slot == TC_SLOT_NONE)
-			plan_alloc(s);
-		if (s->slot != TC_SLOT_NONE) {
-			valid = c->lines[s->slot].valid;
-			uint16_t want = TC_SET(s->vol, fill) == TC_FILL_LINE ?
-				(uint16_t)c->unit_mask_all : s->touched;
-			s->fill = want & (uint16_t)~valid;
-		}
-	}
-	uint16_t need = (uint16_t)((s->touched & ~valid) | s->fill);
-	s->bspan_lo = (uint32_t)__builtin_ctz(need);
-	s->bspan_hi = 32u - (uint32_t)__builtin_clz(need);
-	s->from_cache = s->touched & valid;
-	s->step = 20;   /* miss */
-}
-
-static void plan_write(struct tc_sub *s)
-{
-	struct tc_cache *c = s->c;
-	s->route = effective_route(s);
-	uint16_t partial = s->touched & (uint16_t)~s->full;
-	uint16_t valid = s->slot != TC_SLOT_NONE ? c->lines[s->slot].valid : 0;
-	uint16_t dirty = s->slot != TC_SLOT_NONE ? c->lines[s->slot].dirty : 0;
-
-	/* Pass-through drops the cached units it overwrites.  Where the line is dirty, or
-	 * clean in memory but still dirty in the committed metadata (cleaned since the
-	 * last commit), recovery after a crash would trust the slot copy: update it
-	 * instead of dropping it (write-around), so that it holds the new data too. */
-	bool disk_dirty = s->slot != TC_SLOT_NONE && (valid & s->touched) &&
-			  (tc_line_flags_load(&c->lines[s->slot]) & TC_LINE_DISK_DIRTY);
-	if (s->route == ROUTE_PT && ((dirty & s->touched) || disk_dirty))
-		s->route = ROUTE_WA;
-	bool hit = (s->touched & ~valid) == 0;
-	tc_stat_add(s->vol, hit ? ST_WRITE_HITS : (s->touched & valid) ? ST_WRITE_PARTIAL :
-		    ST_WRITE_MISSES, 1);
-
-	if (s->route == ROUTE_WB) {
-		if (s->slot == TC_SLOT_NONE)
-			plan_alloc(s);
-		if (s->slot == TC_SLOT_NONE) {
-			s->route = ROUTE_WA;   /* nothing evictable: write around this time */
-			atomic_fetch_sub(&s->vol->wb_inflight, 1);
-		} else {
-			valid = c->lines[s->slot].valid;
-			s->rmw_cache = partial & valid;
-			s->rmw_backing = partial & (uint16_t)~valid;
-			s->cache_write = s->touched;
-			s->backing_write = false;
-			s->step = 30;
-			return;
-		}
-	}
-	if (s->route == ROUTE_WT && s->slot == TC_SLOT_NONE && !s->req->seq_bypass)
-		plan_alloc(s);
-	s->backing_write = true;
-	s->rmw_backing = 0;
-	if (s->route == ROUTE_PT || s->slot == TC_SLOT_NONE) {
-		s->cache_write = 0;
-		s->rmw_cache = 0;
-	} else {
-		valid = c->lines[s->slot].valid;
-		s->rmw_cache = partial & valid;
-		s->cache_write = s->touched & (uint16_t)~(partial & ~valid);
-	}
-	s->step = 30;
-}
-
-/* Resume point with the stripe lock held: take the line, then plan. */
+/* Resume point with the shard lock held: take the line, then plan. */
 static void sub_locked(struct tc_sub *s)
 {
 	struct tc_cache *c = s->c;
-	if (!s->holding && !line_acquire(c, s)) {
+	if (!s->hold.holding && !tc_line_acquire(c, s->shard, s->key, &s->hold)) {
 		/* Read before unlocking: once queued, another thread may resume, finish and
 		 * reset this sub-request at any time. */
-		bool oom = !s->inf;
-		pthread_mutex_unlock(&s->stripe->lock);
+		bool oom = !s->hold.inf;
+		pthread_mutex_unlock(&s->shard->lock);
 		if (oom)
 			req_part_done(s->req, -ENOMEM);
 		return;   /* queued; resumed by the holder */
@@ -742,56 +437,36 @@ static void sub_locked(struct tc_sub *s)
 	s->slot = tc_map_lookup(c, s->key);
 	switch (s->kind) {
 	case SUB_READ:
-		plan_read(s);
-		if (s->step == -1) {
+		tc_plan_read(s);
+		if (s->step == STEP_UPGRADE) {
 			/* Upgrade: release the shared hold, queue for exclusive. */
-			struct tc_sub *g = line_release_locked(c, s);
-			s->want_excl = true;
-			s->inf = tc_inflight_get(c, s->stripe, s->key, true);
-			bool got = line_acquire(c, s);
-			pthread_mutex_unlock(&s->stripe->lock);
-			resume_granted(c, g);
+			struct tc_line_hold *g = tc_line_release_locked(c, s->shard, &s->hold);
+			s->hold.want_excl = true;
+			s->hold.inf = tc_inflight_get(c, s->shard, s->key, true);
+			bool got = tc_line_acquire(c, s->shard, s->key, &s->hold);
+			pthread_mutex_unlock(&s->shard->lock);
+			tc_line_resume(c, g);
 			if (!got)
 				return;
-			pthread_mutex_lock(&s->stripe->lock);
+			pthread_mutex_lock(&s->shard->lock);
 			sub_locked(s);
 			return;
 		}
 		break;
 	case SUB_WRITE:
-		plan_write(s);
+		tc_plan_write(s);
 		break;
 	case SUB_DISCARD:
-		if (s->slot != TC_SLOT_NONE) {
-			/* Clean units touched go: the backing zeroes the discarded sectors, and a
-			 * clean copy must never differ from the backing (it would be trusted
-			 * after a clean restart, then dropped after a crash: old data first,
-			 * zeros later).  Dirty units stay: dropping them would let the backing's
-			 * older copy come back if the crash lands before the backing's discard
-			 * is durable; kept, their writeback restores the backing's copy, and
-			 * "old data" is what a discard allows. */
-			struct tc_line *l = &c->lines[s->slot];
-			uint16_t inval = s->touched & (uint16_t)~l->dirty;
-			if (l->valid & inval)
-				tc_line_set_bits(c, s->slot, l->valid & (uint16_t)~inval, l->dirty);
-		}
-		s->inf->gen++;
-		s->step = 40;
+		tc_plan_discard(s);
 		break;
 	}
-	pthread_mutex_unlock(&s->stripe->lock);
-	if (s->step == 10 && s->slot != TC_SLOT_NONE)
+	pthread_mutex_unlock(&s->shard->lock);
+	if (s->step == STEP_HIT_READ && s->slot != TC_SLOT_NONE)
 		c->repl_ops->touch(c->repl, s->slot);
-	s->step++;           /* the first I/O round of the planned path */
-	sub_step(s);
+	sub_step(s);   /* the first I/O round of the planned path */
 }
 
-/* ---- the state machine ---------------------------------------------------------------
- * Steps: 11 hit read, 12 hit finish; 21 miss backing read, 22 slot reads of valid units,
- * 23 fill writes, 24 finish; 31 write RMW reads, 32 data writes, 33 finish; 41 discard
- * backing, 42 finish.  sub_step() runs the current step's I/O round, advancing s->step
- * before the round so the completion of the last I/O lands in the next step.
- */
+/* ---- the state machine (enum sub_step_id) -------------------------------------------- */
 
 static int ensure_buf(struct tc_sub *s)
 {
@@ -834,12 +509,12 @@ static int cache_or_backing_err(struct tc_sub *s)
  * backing holds them, and planning the sub-request again reads them from there and
  * fills them anew.  A dirty one was the only copy: the sub-request fails with -EIO
  * (the unit stays dirty and every later read of it fails too, never returning other
- * data).  Each failure counts as a cache-device error.  Line held, stripe lock not.
+ * data).  Each failure counts as a cache-device error.  Line held, shard lock not.
  */
 static void csum_bad(struct tc_sub *s, uint16_t bad, const char *what)
 {
 	struct tc_cache *c = s->c;
-	pthread_mutex_lock(&s->stripe->lock);
+	pthread_mutex_lock(&s->shard->lock);
 	struct tc_line *l = &c->lines[s->slot];
 	uint16_t lost = bad & l->dirty;
 	uint16_t drop = bad & l->valid & (uint16_t)~l->dirty;
@@ -855,7 +530,7 @@ static void csum_bad(struct tc_sub *s, uint16_t bad, const char *what)
 	       lost ? "dirty data lost, the read fails" : "clean, read from the backing");
 	tc_cache_error(c, s->vol, what, -EIO);
 	if (lost) {
-		pthread_mutex_unlock(&s->stripe->lock);
+		pthread_mutex_unlock(&s->shard->lock);
 		sub_done(s, -EIO);
 		return;
 	}
@@ -906,9 +581,9 @@ static void step_hit(struct tc_sub *s)
 static bool retry_from_backing(struct tc_sub *s, int ce, const char *what)
 {
 	tc_cache_error(s->c, s->vol, what, ce);
-	pthread_mutex_lock(&s->stripe->lock);
+	pthread_mutex_lock(&s->shard->lock);
 	bool dirty = (s->c->lines[s->slot].dirty & s->from_cache) != 0;
-	pthread_mutex_unlock(&s->stripe->lock);
+	pthread_mutex_unlock(&s->shard->lock);
 	if (dirty)
 		return false;
 	atomic_store(&s->cache_err, 0);
@@ -917,7 +592,7 @@ static bool retry_from_backing(struct tc_sub *s, int ce, const char *what)
 	s->bspan_lo = s->off / TC_UNIT_SIZE;
 	s->bspan_hi = (s->off + s->len + TC_UNIT_SIZE - 1) / TC_UNIT_SIZE;
 	s->direct = false;
-	s->step = 21;
+	s->step = STEP_MISS_BACKING_READ;
 	sub_step(s);
 	return true;
 }
@@ -1024,11 +699,11 @@ static void step_miss_finish(struct tc_sub *s)
 	if (s->fill && !ce) {
 		uint32_t cs[16];
 		tc_csum_compute(c, s->fill, s->buf, cs);
-		pthread_mutex_lock(&s->stripe->lock);
+		pthread_mutex_lock(&s->shard->lock);
 		struct tc_line *l = &c->lines[s->slot];
 		tc_csum_store(c, s->slot, s->fill, cs);
 		tc_line_set_bits(c, s->slot, l->valid | s->fill, l->dirty);
-		pthread_mutex_unlock(&s->stripe->lock);
+		pthread_mutex_unlock(&s->shard->lock);
 	}
 	finish_read_copy(s);
 	sub_done(s, 0);
@@ -1165,12 +840,12 @@ static void step_write_fallback_finish(struct tc_sub *s)
 	int be = atomic_load(&s->backing_err);
 	if (be)
 		tc_stat_add(s->vol, ST_BACKING_ERRORS, 1);
-	pthread_mutex_lock(&s->stripe->lock);
-	s->inf->gen++;
+	pthread_mutex_lock(&s->shard->lock);
+	s->hold.inf->gen++;
 	struct tc_line *l = &c->lines[s->slot];
 	tc_line_set_bits(c, s->slot, l->valid & (uint16_t)~s->touched,
 			 l->dirty & (uint16_t)~s->touched);
-	pthread_mutex_unlock(&s->stripe->lock);
+	pthread_mutex_unlock(&s->shard->lock);
 	sub_done(s, be ? -EIO : 0);
 }
 
@@ -1183,13 +858,13 @@ static void step_write_finish(struct tc_sub *s)
 	if (ce && !be && s->slot != TC_SLOT_NONE) {
 		/* Units whose only up-to-date copy was in the slot (write-back: all touched;
 		 * otherwise the dirty ones, merged in the buffer) go to the backing. */
-		pthread_mutex_lock(&s->stripe->lock);
+		pthread_mutex_lock(&s->shard->lock);
 		uint16_t dirty = c->lines[s->slot].dirty;
-		pthread_mutex_unlock(&s->stripe->lock);
+		pthread_mutex_unlock(&s->shard->lock);
 		uint16_t mask = s->route == ROUTE_WB ? s->touched :
 				(uint16_t)(s->cache_write & dirty);
 		if (mask) {
-			write_back_fallback(s, mask);   /* continues in step 34 */
+			write_back_fallback(s, mask);   /* continues in STEP_WRITE_FALLBACK_FINISH */
 			return;
 		}
 	}
@@ -1206,8 +881,8 @@ static void step_write_finish(struct tc_sub *s)
 		else
 			tc_csum_compute(c, wrote, s->buf, cs);
 	}
-	pthread_mutex_lock(&s->stripe->lock);
-	s->inf->gen++;
+	pthread_mutex_lock(&s->shard->lock);
+	s->hold.inf->gen++;
 	if (s->slot != TC_SLOT_NONE) {
 		struct tc_line *l = &c->lines[s->slot];
 		uint16_t valid = l->valid, dirty = l->dirty;
@@ -1239,7 +914,7 @@ static void step_write_finish(struct tc_sub *s)
 		if (valid != l->valid || dirty != l->dirty)
 			tc_line_set_bits(c, s->slot, valid, dirty);
 	}
-	pthread_mutex_unlock(&s->stripe->lock);
+	pthread_mutex_unlock(&s->shard->lock);
 	if (be)
 		err = be;
 	else if (ce && s->route == ROUTE_WB)
@@ -1259,18 +934,18 @@ static void sub_step(struct tc_sub *s)
 {
 	int step = s->step++;
 	switch (step) {
-	case 11: step_hit(s); break;
-	case 12: step_hit_finish(s); break;
-	case 21: step_miss_backing(s); break;
-	case 22: step_miss_cache_reads(s); break;
-	case 23: step_miss_fill(s); break;
-	case 24: step_miss_finish(s); break;
-	case 31: step_write_rmw(s); break;
-	case 32: step_write_data(s); break;
-	case 33: step_write_finish(s); break;
-	case 34: step_write_fallback_finish(s); break;
-	case 41: step_discard(s); break;
-	case 42: {
+	case STEP_HIT_READ: step_hit(s); break;
+	case STEP_HIT_FINISH: step_hit_finish(s); break;
+	case STEP_MISS_BACKING_READ: step_miss_backing(s); break;
+	case STEP_MISS_CACHE_READS: step_miss_cache_reads(s); break;
+	case STEP_MISS_FILL: step_miss_fill(s); break;
+	case STEP_MISS_FINISH: step_miss_finish(s); break;
+	case STEP_WRITE_RMW_READS: step_write_rmw(s); break;
+	case STEP_WRITE_DATA: step_write_data(s); break;
+	case STEP_WRITE_FINISH: step_write_finish(s); break;
+	case STEP_WRITE_FALLBACK_FINISH: step_write_fallback_finish(s); break;
+	case STEP_DISCARD: step_discard(s); break;
+	case STEP_DISCARD_FINISH: {
 		int be = atomic_load(&s->backing_err);
 		/* A backing that cannot discard still reads old data: not an error. */
 		sub_done(s, be == -EOPNOTSUPP ? 0 : be);
@@ -1286,7 +961,7 @@ static void sub_step(struct tc_sub *s)
 
 static void sub_start(struct tc_sub *s)
 {
-	pthread_mutex_lock(&s->stripe->lock);
+	pthread_mutex_lock(&s->shard->lock);
 	sub_locked(s);
 }
 
@@ -1408,11 +1083,10 @@ static bool read_bypass_whole(struct tc_req *r, struct tc_io *io, uint64_t first
 		return false;
 	for (uint64_t l = first; l <= last; l++) {
 		uint64_t key = tc_line_key(v->id, (uint32_t)l);
-		struct tc_stripe *st = tc_stripe_of(c, key);
+		struct tc_lock_shard *st = tc_shard_of(c, key);
 		pthread_mutex_lock(&st->lock);
-		bool present = tc_map_lookup(c, key) != TC_SLOT_NONE;
-		for (struct tc_inflight *i = st->inflight; i && !present; i = i->next)
-			present = i->key == key;
+		bool present = tc_map_lookup(c, key) != TC_SLOT_NONE ||
+			       tc_inflight_exists(st, key);
 		pthread_mutex_unlock(&st->lock);
 		if (present)
 			return false;
@@ -1512,15 +1186,7 @@ void tc_volume_submit(struct tc_volume *v, struct tc_io *io)
 		tc_stat_add(v, ST_DISCARDS, 1);
 		break;
 	}
-	uint64_t cutoff = TC_SET(v, seq_cutoff);
-	if ((io->op == TC_OP_READ || io->op == TC_OP_WRITE) && cutoff &&
-	    tc_seq_check(&v->seq, io->offset, io->length, cutoff)) {
-		r->seq_bypass = true;
-		tc_stat_add(v, ST_BYPASS_SEQ, 1);
-		/* Writes go around the cache whole; reads only where they miss (admit_fill). */
-		if (io->op == TC_OP_WRITE)
-			tc_stat_add(v, ST_BYPASS_BYTES, io->length);
-	}
+	r->seq_bypass = tc_plan_seq_bypass(v, io);
 	if (r->seq_bypass && io->op == TC_OP_READ && read_bypass_whole(r, io, first, last))
 		return;
 
@@ -1541,7 +1207,7 @@ void tc_volume_submit(struct tc_volume *v, struct tc_io *io)
 		s->vol = v;
 		s->line_no = (uint32_t)line;
 		s->key = tc_line_key(v->id, s->line_no);
-		s->stripe = tc_stripe_of(c, s->key);
+		s->shard = tc_shard_of(c, s->key);
 		s->off = (uint32_t)a;
 		s->len = (uint32_t)(b - a);
 		s->data_off = lstart + a - io->offset;
@@ -1555,10 +1221,56 @@ void tc_volume_submit(struct tc_volume *v, struct tc_io *io)
 		unsigned fb = (unsigned)(b / TC_UNIT_SIZE);
 		s->touched = tc_units_mask(ua, ub);
 		s->full = fa < fb ? tc_units_mask(fa, fb) : 0;
-		s->want_excl = kind != SUB_READ;
+		s->hold.want_excl = kind != SUB_READ;
+		s->hold.resume.fn = sub_resume_work;
 		s->slot = TC_SLOT_NONE;
 	}
 	for (uint32_t i = 0; i < r->nsubs; i++)
 		sub_start(&r->subs[i]);
 	req_part_done(r, 0);
+}
+
+/* ---- synchronous request helpers ----------------------------------------------------- */
+
+struct sync_io {
+	struct tc_io io;
+	struct iovec iov;
+	struct tc_waiter w;
+};
+
+static void sync_done(struct tc_io *io, int result)
+{
+	tc_waiter_done(&((struct sync_io *)io)->w, result);   /* last: on its stack */
+}
+
+int tc_volume_io(tc_volume *v, enum tc_op op, unsigned flags, void *buf, uint64_t len,
+		 uint64_t off)
+{
+	struct sync_io s;
+	memset(&s, 0, sizeof(s));
+	tc_waiter_init(&s.w, v->cache->ctx);
+	s.iov.iov_base = buf;
+	s.iov.iov_len = len;
+	s.io.op = (uint8_t)op;
+	s.io.flags = (uint8_t)flags;
+	s.io.offset = off;
+	s.io.length = len;
+	if (op == TC_OP_READ || op == TC_OP_WRITE) {
+		s.io.iov = &s.iov;
+		s.io.iovcnt = 1;
+	}
+	s.io.done = sync_done;
+	tc_volume_submit(v, &s.io);
+	return tc_waiter_wait(&s.w);
+}
+
+int tc_volume_pread(tc_volume *v, void *buf, uint64_t len, uint64_t off)
+{
+	return tc_volume_io(v, TC_OP_READ, 0, buf, len, off);
+}
+
+int tc_volume_pwrite(tc_volume *v, const void *buf, uint64_t len, uint64_t off,
+		     unsigned flags)
+{
+	return tc_volume_io(v, TC_OP_WRITE, flags, (void *)buf, len, off);
 }

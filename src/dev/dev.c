@@ -15,8 +15,8 @@
  * The file backend's io_uring path, which needs no work item, uses internal[] its own
  * way (see file.c).
  *
- * The synchronous helpers (tc_dev_pread, ...) submit and wait for a flag with
- * tc_ctx_wait_until(), which blocks in threaded mode and polls in deterministic mode.
+ * The synchronous helpers (tc_dev_pread, ...) submit and wait with a struct tc_waiter
+ * (ctx.h), which blocks in threaded mode and polls in deterministic mode.
  */
 #include <assert.h>
 #include <errno.h>
@@ -320,27 +320,15 @@ void tc_dev_close(tc_dev *dev)
  * Synchronous helpers.
  */
 
-struct dev_sync {
-	tc_ctx *ctx;
-	int result;
-	bool done;
-};
-
 static void dev_sync_done(struct tc_io *io, int result)
 {
-	struct dev_sync *s = io->private_data;
-	tc_ctx *ctx = s->ctx;
-
-	s->result = result;
-	/* After this store the waiter may return and free @s (and @io): touch neither. */
-	__atomic_store_n(&s->done, true, __ATOMIC_RELEASE);
-	tc_ctx_wake(ctx);
+	tc_waiter_done(io->private_data, result);   /* last: @io is the waiter's stack */
 }
 
 int tc_dev_io(tc_dev *dev, enum tc_op op, unsigned flags, void *buf, uint64_t len,
 	      uint64_t off)
 {
-	struct dev_sync s = { .ctx = dev->ctx };
+	struct tc_waiter w;
 	struct iovec iov = { .iov_base = buf, .iov_len = len };
 	struct tc_io io = {
 		.op = op,
@@ -350,15 +338,12 @@ int tc_dev_io(tc_dev *dev, enum tc_op op, unsigned flags, void *buf, uint64_t le
 		.iov = buf ? &iov : NULL,
 		.iovcnt = buf ? 1 : 0,
 		.done = dev_sync_done,
-		.private_data = &s,
+		.private_data = &w,
 	};
-	int ret;
 
+	tc_waiter_init(&w, dev->ctx);
 	tc_dev_submit(dev, &io);
-	ret = tc_ctx_wait_until(dev->ctx, &s.done);
-	if (ret < 0)
-		return ret;
-	return s.result;
+	return tc_waiter_wait(&w);
 }
 
 int tc_dev_pread(tc_dev *dev, void *buf, uint64_t len, uint64_t off)

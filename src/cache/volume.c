@@ -1,0 +1,689 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * volume.c - a volume's life on an open cache: attach (with the staleness check of
+ * the backing's attach generation), settings, flushing its dirty data, detach.
+ *
+ * Each operation is a table of named steps run by tc_steps_run() (steps.h), which on
+ * a failure undoes the completed steps in reverse.  The durable state changes in a
+ * fixed order, so that a failure or a crash between two steps leaves something a
+ * later open understands (docs/format.md, "update protocol").
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "cache_priv.h"
+#include "steps.h"
+
+void tc_volume_free(struct tc_volume *v)
+{
+	tc_seq_fini(&v->seq);
+	free(v->release_buf);
+	free(v);
+}
+
+/* ---- the volume's lines ----------------------------------------------------------- */
+
+static void vol_count_lines(struct tc_cache *c, struct tc_volume *v)
+{
+	uint64_t dirty = 0, valid = 0;
+	for (uint32_t i = 0; i < c->nslots; i++) {
+		struct tc_line l = tc_line_peek(&c->lines[i]);
+		if (l.vol != v->id)
+			continue;
+		dirty += tc_popcount16(l.dirty);
+		valid += tc_popcount16(l.valid);
+	}
+	atomic_store(&v->dirty_units, dirty);
+	atomic_store(&v->valid_units, valid);
+}
+
+/*
+ * Visit every slot that peeks as volume @id's, under the line's shard lock: @fn
+ * checks the slot is still the volume's and changes it; returning true, it has
+ * unmapped the slot, which then goes back to the free list (shard lock dropped).
+ */
+static void each_volume_slot(struct tc_cache *c, uint8_t id,
+			     bool (*fn)(struct tc_cache *c, uint32_t slot, uint8_t id))
+{
+	for (uint32_t i = 0; i < c->nslots; i++) {
+		struct tc_line peek = tc_line_peek(&c->lines[i]);
+		if (peek.vol != id)
+			continue;
+		struct tc_lock_shard *s = tc_shard_of(c, tc_line_key(id, peek.line_no));
+		pthread_mutex_lock(&s->lock);
+		bool freed = fn(c, i, id);
+		pthread_mutex_unlock(&s->lock);
+		if (freed)
+			tc_slot_free(c, i);
+	}
+}
+
+static bool drop_line(struct tc_cache *c, uint32_t slot, uint8_t id)
+{
+	struct tc_line *l = &c->lines[slot];
+	if (l->vol == id && (l->valid || l->dirty))
+		tc_line_set_bits(c, slot, 0, 0);
+	return false;
+}
+
+/* Drop every line of volume @id (it must be offline or quiesced): valid and dirty bits
+ * cleared; slots stay mapped empty until a commit makes that durable. */
+static void drop_volume_lines(struct tc_cache *c, uint8_t id)
+{
+	each_volume_slot(c, id, drop_line);
+}
+
+static bool unmap_line(struct tc_cache *c, uint32_t slot, uint8_t id)
+{
+	struct tc_line *l = &c->lines[slot];
+	bool mine = l->vol == id && !l->dirty && !(tc_line_flags_load(l) & TC_LINE_DISK_DIRTY);
+	if (mine)
+		tc_line_unmap(c, slot);
+	return mine;
+}
+
+/* After a commit made the drop durable: unmap the volume's slots into the free list. */
+static void free_volume_slots(struct tc_cache *c, uint8_t id)
+{
+	each_volume_slot(c, id, unmap_line);
+}
+
+static uint64_t count_dirty_of(struct tc_cache *c, uint8_t id)
+{
+	uint64_t n = 0;
+	for (uint32_t i = 0; i < c->nslots; i++) {
+		struct tc_line l = tc_line_peek(&c->lines[i]);
+		if (l.vol == id && l.dirty)
+			n++;
+	}
+	return n;
+}
+
+/* ---- attach ----------------------------------------------------------------------- */
+
+/* The state of one tc_cache_attach(), shared by its steps. */
+struct attach_op {
+	struct tc_cache *c;
+	tc_dev *dev;
+	const struct tc_volume_settings *settings;   /* NULL: keep what is stored */
+	unsigned flags;
+	struct tc_backing_sb b;          /* the backing's newest superblock */
+	int latest;                      /* its copy */
+	bool sb_locked;                  /* c->sb_lock held */
+	struct tc_vol_rec *rec;          /* the cache's record of the volume */
+	bool fresh;                      /* no record before this attach */
+	bool stale;                      /* a record, but the backing moved on without us */
+	struct tc_volume *v;
+};
+
+static int attach_read_backing(void *arg)
+{
+	struct attach_op *op = arg;
+	return tc_backing_sb_read(op->c->ctx, op->dev, &op->b, &op->latest);
+}
+
+static int attach_check_owner(void *arg)
+{
+	struct attach_op *op = arg;
+	struct tc_cache *c = op->c;
+	char uuid_s[37], cuuid_s[37];
+	tc_fmt_uuid_str(c->sb.uuid, cuuid_s);
+	if (!tc_fmt_uuid_is_zero(op->b.cache_uuid) && memcmp(op->b.cache_uuid, c->sb.uuid, 16)) {
+		tc_fmt_uuid_str(op->b.cache_uuid, uuid_s);
+		tc_err(c->ctx, "backing %s (volume \"%s\"): attached to cache %s, not to cache %s "
+		       "(%s)", op->dev->name, op->b.name, uuid_s, cuuid_s, c->dev->name);
+		return -EBUSY;
+	}
+	return 0;
+}
+
+static int attach_check_settings(void *arg)
+{
+	struct attach_op *op = arg;
+	char why[160];
+	if (op->settings && tc_fmt_settings_check(op->settings, why, sizeof(why))) {
+		tc_err(op->c->ctx, "volume \"%s\": %s", op->b.name, why);
+		return -EINVAL;
+	}
+	return 0;
+}
+
+static int attach_lock(void *arg)
+{
+	struct attach_op *op = arg;
+	pthread_mutex_lock(&op->c->sb_lock);
+	op->sb_locked = true;
+	return 0;
+}
+
+static void attach_unlock(void *arg)
+{
+	struct attach_op *op = arg;
+	if (op->sb_locked)
+		pthread_mutex_unlock(&op->c->sb_lock);
+	op->sb_locked = false;
+}
+
+/* The volume's record, if the cache has one; refuses a volume already online and a
+ * name the cache gives another backing. */
+static int attach_find_record(void *arg)
+{
+	struct attach_op *op = arg;
+	struct tc_cache *c = op->c;
+	for (unsigned i = 0; i < TC_MAX_VOLUMES; i++)
+		if (c->sb.vols[i].id && !memcmp(c->sb.vols[i].backing_uuid, op->b.uuid, 16))
+			op->rec = &c->sb.vols[i];
+	pthread_mutex_lock(&c->mgmt_lock);
+	bool online = op->rec && c->vols[op->rec->id];
+	pthread_mutex_unlock(&c->mgmt_lock);
+	if (online) {
+		tc_err(c->ctx, "volume \"%s\": already attached (backing %s)", op->b.name,
+		       op->dev->name);
+		return -EEXIST;
+	}
+	for (unsigned i = 0; i < TC_MAX_VOLUMES; i++)
+		if (c->sb.vols[i].id && &c->sb.vols[i] != op->rec &&
+		    !strcmp(c->sb.vols[i].name, op->b.name)) {
+			tc_err(c->ctx, "volume \"%s\": the cache %s already has a volume of that "
+			       "name on another backing", op->b.name, c->dev->name);
+			return -EEXIST;
+		}
+	op->fresh = !op->rec;
+	return 0;
+}
+
+/* A record whose backing was written without this cache since: its lines are stale.
+ * Dropped (durably) unless dirty ones are among them and the caller did not say to
+ * discard them. */
+static int attach_drop_stale(void *arg)
+{
+	struct attach_op *op = arg;
+	struct tc_cache *c = op->c;
+	struct tc_vol_rec *rec = op->rec;
+	if (!rec)
+		return 0;
+	op->stale = memcmp(op->b.cache_uuid, c->sb.uuid, 16) || op->b.attach_gen != rec->backing_gen;
+	if (!op->stale)
+		return 0;
+	uint64_t nd = count_dirty_of(c, rec->id);
+	if (nd && !(op->flags & TC_ATTACH_DISCARD_DIRTY)) {
+		tc_err(c->ctx, "volume \"%s\": backing %s was written without cache %s "
+		       "(generation %" PRIu64 ", cache saw %" PRIu64 "), and the cache "
+		       "holds %" PRIu64 " dirty lines for it; refusing (discard them "
+		       "explicitly to attach)", op->b.name, op->dev->name, c->dev->name,
+		       op->b.attach_gen, rec->backing_gen, nd);
+		return -ESTALE;
+	}
+	tc_warn(c->ctx, "volume \"%s\": stale cache contents dropped (backing %s "
+		"generation %" PRIu64 ", cache saw %" PRIu64 ")", op->b.name, op->dev->name,
+		op->b.attach_gen, rec->backing_gen);
+	drop_volume_lines(c, rec->id);
+	int r = tc_meta_commit_sync(c);
+	if (r)
+		return r;
+	free_volume_slots(c, rec->id);
+	return 0;
+}
+
+static int attach_claim_record(void *arg)
+{
+	struct attach_op *op = arg;
+	struct tc_cache *c = op->c;
+	if (op->rec)
+		return 0;
+	for (unsigned i = 0; i < TC_MAX_VOLUMES; i++)
+		if (!c->sb.vols[i].id) {
+			op->rec = &c->sb.vols[i];
+			return 0;
+		}
+	tc_err(c->ctx, "volume \"%s\": cache %s already serves %u volumes", op->b.name,
+	       c->dev->name, TC_MAX_VOLUMES);
+	return -ENOSPC;
+}
+
+static int attach_check_size(void *arg)
+{
+	struct attach_op *op = arg;
+	struct tc_cache *c = op->c;
+	if (op->b.size > ((uint64_t)UINT32_MAX << c->line_shift)) {
+		tc_err(c->ctx, "volume \"%s\": size %" PRIu64 " exceeds 2^32 lines of %u bytes",
+		       op->b.name, op->b.size, c->line_size);
+		return -EFBIG;
+	}
+	return 0;
+}
+
+static int attach_new_volume(void *arg)
+{
+	struct attach_op *op = arg;
+	struct tc_cache *c = op->c;
+	struct tc_volume *v = calloc(1, sizeof(*v));
+	if (!v)
+		return -ENOMEM;
+	v->cache = c;
+	v->backing = op->dev;
+	pthread_mutex_init(&v->release_lock, NULL);
+	v->id = (uint8_t)(op->rec - c->sb.vols) + 1;
+	v->size = op->b.size;
+	v->bsb = op->b;
+	v->bsb_latest = op->latest;
+	snprintf(v->name, sizeof(v->name), "%s", op->b.name);
+	v->set = op->fresh || op->stale ? op->b.settings : op->rec->settings;
+	tc_seq_init(&v->seq);
+	op->v = v;
+	return 0;
+}
+
+static void attach_free_volume(void *arg)
+{
+	struct attach_op *op = arg;
+	tc_volume_free(op->v);
+	op->v = NULL;
+}
+
+/* Durable order: the backing first names this cache (and moves its generation when
+ * the cache link is new or stale), then the cache records the volume.  A crash in
+ * between leaves a backing whose cache has no record of it: attached again as a new
+ * volume with no lines. */
+static int attach_claim_backing(void *arg)
+{
+	struct attach_op *op = arg;
+	if (!op->fresh && !op->stale)
+		return 0;
+	memcpy(op->v->bsb.cache_uuid, op->c->sb.uuid, 16);
+	op->v->bsb.attach_gen++;
+	return tc_backing_sb_write(op->v);
+}
+
+static int attach_write_record(void *arg)
+{
+	struct attach_op *op = arg;
+	struct tc_volume *v = op->v;
+	if (!op->fresh && !op->stale)
+		return 0;
+	struct tc_vol_rec nrec;
+	memset(&nrec, 0, sizeof(nrec));
+	nrec.id = v->id;
+	memcpy(nrec.backing_uuid, op->b.uuid, 16);
+	snprintf(nrec.name, sizeof(nrec.name), "%s", op->b.name);
+	nrec.size = op->b.size;
+	nrec.backing_gen = v->bsb.attach_gen;
+	nrec.settings = v->set;
+	struct tc_vol_rec old = *op->rec;
+	*op->rec = nrec;
+	int r = tc_cache_sb_write(op->c);
+	if (r)
+		*op->rec = old;
+	return r;
+}
+
+static int attach_online(void *arg)
+{
+	struct attach_op *op = arg;
+	struct tc_cache *c = op->c;
+	struct tc_volume *v = op->v;
+	vol_count_lines(c, v);
+	atomic_store(&v->last_io_ns, tc_ctx_now(c->ctx));
+	pthread_mutex_lock(&c->mgmt_lock);
+	c->vols[v->id] = v;
+	pthread_mutex_unlock(&c->mgmt_lock);
+	attach_unlock(op);
+	return 0;
+}
+
+static void attach_offline(void *arg)
+{
+	struct attach_op *op = arg;
+	struct tc_cache *c = op->c;
+	pthread_mutex_lock(&c->mgmt_lock);
+	c->vols[op->v->id] = NULL;
+	pthread_mutex_unlock(&c->mgmt_lock);
+}
+
+/* Settings given that differ from the stored ones are applied as tc_volume_set()
+ * would, the volume online (leaving write-back drains it). */
+static int attach_apply_settings(void *arg)
+{
+	struct attach_op *op = arg;
+	struct tc_volume_settings now;
+	tc_volume_get(op->v, &now);
+	if (op->settings && memcmp(op->settings, &now, sizeof(*op->settings)))
+		return tc_volume_set(op->v, op->settings, NULL, NULL);
+	return 0;
+}
+
+static const struct tc_step attach_steps[] = {
+	{ "read the backing's superblock", attach_read_backing, NULL },
+	{ "check the backing's cache", attach_check_owner, NULL },
+	{ "check the settings", attach_check_settings, NULL },
+	{ "lock the superblock", attach_lock, attach_unlock },
+	{ "find the volume's record", attach_find_record, NULL },
+	{ "drop stale contents", attach_drop_stale, NULL },
+	{ "claim a free record", attach_claim_record, NULL },
+	{ "check the size", attach_check_size, NULL },
+	{ "set up the volume", attach_new_volume, attach_free_volume },
+	{ "name the cache on the backing", attach_claim_backing, NULL },
+	{ "record the volume on the cache", attach_write_record, NULL },
+	{ "bring the volume online", attach_online, attach_offline },
+	{ "apply the settings", attach_apply_settings, NULL },
+};
+
+int tc_cache_attach(tc_cache *c, tc_dev *dev, const struct tc_volume_settings *settings,
+		    unsigned flags, tc_volume **out)
+{
+	struct attach_op op = { .c = c, .dev = dev, .settings = settings, .flags = flags };
+	int r = tc_steps_run(c->ctx, "attach", attach_steps, TC_STEPS_N(attach_steps), &op);
+	if (!r)
+		*out = op.v;
+	return r;
+}
+
+tc_volume *tc_cache_find(tc_cache *c, const char *name)
+{
+	tc_volume *found = NULL;
+	pthread_mutex_lock(&c->mgmt_lock);
+	for (unsigned i = 1; i <= TC_MAX_VOLUMES; i++)
+		if (c->vols[i] && !strcmp(c->vols[i]->name, name))
+			found = c->vols[i];
+	pthread_mutex_unlock(&c->mgmt_lock);
+	return found;
+}
+
+/* ---- settings, flush, detach ------------------------------------------------------ */
+
+void tc_volume_get(tc_volume *v, struct tc_volume_settings *s)
+{
+	s->read_cache = TC_SET(v, read_cache);
+	s->write_policy = TC_SET(v, write_policy);
+	s->flush_rate = TC_SET(v, flush_rate);
+	s->admission = TC_SET(v, admission);
+	s->fill = TC_SET(v, fill);
+	s->nhit = TC_SET(v, nhit);
+	s->seq_cutoff = TC_SET(v, seq_cutoff);
+}
+
+void tc_settings_publish(struct tc_volume *v, const struct tc_volume_settings *s)
+{
+	__atomic_store_n(&v->set.read_cache, s->read_cache, __ATOMIC_RELAXED);
+	__atomic_store_n(&v->set.flush_rate, s->flush_rate, __ATOMIC_RELAXED);
+	__atomic_store_n(&v->set.admission, s->admission, __ATOMIC_RELAXED);
+	__atomic_store_n(&v->set.fill, s->fill, __ATOMIC_RELAXED);
+	__atomic_store_n(&v->set.nhit, s->nhit, __ATOMIC_RELAXED);
+	__atomic_store_n(&v->set.seq_cutoff, s->seq_cutoff, __ATOMIC_RELAXED);
+	/* Last, and with release: a request that sees the new policy sees the rest. */
+	__atomic_store_n(&v->set.write_policy, s->write_policy, __ATOMIC_RELEASE);
+}
+
+static int store_settings(struct tc_volume *v)
+{
+	struct tc_cache *c = v->cache;
+	pthread_mutex_lock(&c->sb_lock);
+	tc_volume_get(v, &c->sb.vols[v->id - 1].settings);
+	int r = tc_cache_sb_write(c);
+	if (!r) {
+		v->bsb.settings = c->sb.vols[v->id - 1].settings;
+		r = tc_backing_sb_write(v);
+	}
+	pthread_mutex_unlock(&c->sb_lock);
+	return r;
+}
+
+/* The state of one tc_volume_set(), shared by its steps. */
+struct set_op {
+	struct tc_volume *v;
+	const struct tc_volume_settings *s;
+	tc_progress_fn fn;
+	void *opaque;
+	bool leaving_wb;                 /* from write-back to another write policy */
+	bool draining;                   /* holds v->draining up */
+};
+
+static int set_check(void *arg)
+{
+	struct set_op *op = arg;
+	char why[160];
+	if (tc_fmt_settings_check(op->s, why, sizeof(why))) {
+		tc_err(op->v->cache->ctx, "volume \"%s\": %s", op->v->name, why);
+		return -EINVAL;
+	}
+	struct tc_volume_settings old;
+	tc_volume_get(op->v, &old);
+	op->leaving_wb = old.write_policy == TC_WP_WB && op->s->write_policy != TC_WP_WB;
+	return 0;
+}
+
+/* Leaving write-back: writes go write-through while the dirty data drains, and keep
+ * doing so until the new policy is in place. */
+static int set_drain_begin(void *arg)
+{
+	struct set_op *op = arg;
+	if (op->leaving_wb) {
+		atomic_fetch_add(&op->v->draining, 1);
+		op->draining = true;
+	}
+	return 0;
+}
+
+static void set_drain_end(void *arg)
+{
+	struct set_op *op = arg;
+	if (op->draining)
+		atomic_fetch_sub(&op->v->draining, 1);
+	op->draining = false;
+}
+
+static int set_drain(void *arg)
+{
+	struct set_op *op = arg;
+	return op->leaving_wb ? tc_cleaner_drain(op->v, op->fn, op->opaque) : 0;
+}
+
+static int set_publish(void *arg)
+{
+	struct set_op *op = arg;
+	tc_settings_publish(op->v, op->s);
+	set_drain_end(op);
+	return 0;
+}
+
+static int set_store(void *arg)
+{
+	struct set_op *op = arg;
+	int r = store_settings(op->v);
+	if (r) {
+		tc_err(op->v->cache->ctx, "volume \"%s\": settings applied but not stored: %s",
+		       op->v->name, strerror(-r));
+	}
+	return r;
+}
+
+static const struct tc_step set_steps[] = {
+	{ "check the settings", set_check, NULL },
+	{ "send writes through", set_drain_begin, set_drain_end },
+	{ "write back dirty data", set_drain, NULL },
+	{ "publish the settings", set_publish, NULL },
+	{ "store the settings", set_store, NULL },
+};
+
+int tc_volume_set(tc_volume *v, const struct tc_volume_settings *s, tc_progress_fn fn,
+		  void *opaque)
+{
+	struct set_op op = { .v = v, .s = s, .fn = fn, .opaque = opaque };
+	return tc_steps_run(v->cache->ctx, "set", set_steps, TC_STEPS_N(set_steps), &op);
+}
+
+int tc_volume_flush_dirty(tc_volume *v, tc_progress_fn fn, void *opaque)
+{
+	atomic_fetch_add(&v->draining, 1);
+	int r = tc_cleaner_drain(v, fn, opaque);
+	atomic_fetch_sub(&v->draining, 1);
+	return r;
+}
+
+/* The state of one tc_volume_detach(), shared by its steps. */
+struct detach_op {
+	struct tc_volume *v;
+	unsigned flags;
+	tc_progress_fn fn;
+	void *opaque;
+};
+
+/* Discarding: the cleaner must not write back the data the caller throws away (a
+ * drain would run it flat out while we wait for the requests below). */
+static int detach_stop_writeback(void *arg)
+{
+	struct detach_op *op = arg;
+	if (op->flags & TC_DETACH_DISCARD_DIRTY)
+		atomic_store(&op->v->discarding, true);
+	return 0;
+}
+
+static void detach_resume_writeback(void *arg)
+{
+	struct detach_op *op = arg;
+	atomic_store(&op->v->discarding, false);
+}
+
+static int detach_drain_begin(void *arg)
+{
+	struct detach_op *op = arg;
+	atomic_fetch_add(&op->v->draining, 1);
+	return 0;
+}
+
+static void detach_drain_end(void *arg)
+{
+	struct detach_op *op = arg;
+	atomic_fetch_sub(&op->v->draining, 1);
+}
+
+static int detach_drain(void *arg)
+{
+	struct detach_op *op = arg;
+	if (op->flags & TC_DETACH_DISCARD_DIRTY)
+		return 0;
+	return tc_cleaner_drain(op->v, op->fn, op->opaque);
+}
+
+static int detach_quiesce(void *arg)
+{
+	struct detach_op *op = arg;
+	tc_mngt_wait_requests(op->v->cache, op->v);
+	return 0;
+}
+
+static int detach_flush_backing(void *arg)
+{
+	struct detach_op *op = arg;
+	struct tc_volume *v = op->v;
+	int r = tc_dev_flush(v->backing);
+	if (r)
+		tc_err(v->cache->ctx, "volume \"%s\": flush of backing %s failed: %s", v->name,
+		       v->backing->name, strerror(-r));
+	return r;
+}
+
+/* Take the volume away from the cleaner, then let its last batch finish. */
+static int detach_offline(void *arg)
+{
+	struct detach_op *op = arg;
+	struct tc_cache *c = op->v->cache;
+	pthread_mutex_lock(&c->mgmt_lock);
+	c->vols[op->v->id] = NULL;
+	pthread_mutex_unlock(&c->mgmt_lock);
+	tc_mngt_wait_idle(c);
+	return 0;
+}
+
+static void detach_online(void *arg)
+{
+	struct detach_op *op = arg;
+	struct tc_cache *c = op->v->cache;
+	pthread_mutex_lock(&c->mgmt_lock);
+	c->vols[op->v->id] = op->v;
+	pthread_mutex_unlock(&c->mgmt_lock);
+	vol_count_lines(c, op->v);
+}
+
+/* The lines' accounting no longer has a volume: do it here. */
+static int detach_drop_lines(void *arg)
+{
+	struct detach_op *op = arg;
+	drop_volume_lines(op->v->cache, op->v->id);
+	return tc_meta_commit_sync(op->v->cache);
+}
+
+static int detach_free_slots(void *arg)
+{
+	struct detach_op *op = arg;
+	free_volume_slots(op->v->cache, op->v->id);
+	return 0;
+}
+
+static int detach_remove_record(void *arg)
+{
+	struct detach_op *op = arg;
+	struct tc_cache *c = op->v->cache;
+	struct tc_vol_rec *rec = &c->sb.vols[op->v->id - 1];
+	pthread_mutex_lock(&c->sb_lock);
+	struct tc_vol_rec old = *rec;
+	memset(rec, 0, sizeof(old));
+	int r = tc_cache_sb_write(c);
+	if (r)
+		*rec = old;
+	pthread_mutex_unlock(&c->sb_lock);
+	return r;
+}
+
+/* The backing is on its own now; its generation moves so that this cache, if it ever
+ * met the backing again, would know its contents are stale.  A failure is only
+ * reported: the cache no longer records the volume. */
+static int detach_release_backing(void *arg)
+{
+	struct detach_op *op = arg;
+	struct tc_volume *v = op->v;
+	memset(v->bsb.cache_uuid, 0, 16);
+	v->bsb.attach_gen++;
+	int r = tc_backing_sb_write(v);
+	if (r)
+		tc_warn(v->cache->ctx, "volume \"%s\": detached, but the backing superblock "
+			"update failed: %s", v->name, strerror(-r));
+	return 0;
+}
+
+static const struct tc_step detach_steps[] = {
+	{ "stop writeback of discarded data", detach_stop_writeback, detach_resume_writeback },
+	{ "send writes through", detach_drain_begin, detach_drain_end },
+	{ "write back dirty data", detach_drain, NULL },
+	{ "wait for requests", detach_quiesce, NULL },
+	{ "flush the backing", detach_flush_backing, NULL },
+	{ "take the volume offline", detach_offline, detach_online },
+	{ "drop the volume's lines", detach_drop_lines, NULL },
+	{ "free the volume's slots", detach_free_slots, NULL },
+	{ "remove the volume's record", detach_remove_record, NULL },
+	{ "release the backing", detach_release_backing, NULL },
+};
+
+int tc_volume_detach(tc_volume *v, unsigned flags, tc_progress_fn fn, void *opaque)
+{
+	struct tc_cache *c = v->cache;
+	struct detach_op op = { .v = v, .flags = flags, .fn = fn, .opaque = opaque };
+	int r = tc_steps_run(c->ctx, "detach", detach_steps, TC_STEPS_N(detach_steps), &op);
+	if (r)
+		return r;
+	tc_info(c->ctx, "volume \"%s\": detached from cache %s", v->name, c->dev->name);
+	tc_volume_free(v);
+	return 0;
+}
+
+uint64_t tc_volume_size(tc_volume *v)
+{
+	return v->size;
+}
+
+const char *tc_volume_name(tc_volume *v)
+{
+	return v->name;
+}
