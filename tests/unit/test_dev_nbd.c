@@ -33,22 +33,24 @@
 
 struct server {
 	pid_t pid;
-	char dir[64], sock[128], uri[192];
+	char dir[64], sock[128], pidfile[128], uri[192];
 };
 
 /* Start nbdkit in the foreground on a fresh unix socket with @args (filters, then the
- * plugin and its parameters); waits until the socket exists. */
+ * plugin and its parameters); waits for its pid file, which nbdkit writes once it
+ * accepts connections (the socket file appears before that). */
 static void server_start(struct server *s, const char *const *args)
 {
 	snprintf(s->dir, sizeof(s->dir), "/tmp/tc-nbd-XXXXXX");
 	assert_non_null(mkdtemp(s->dir));
 	snprintf(s->sock, sizeof(s->sock), "%s/sock", s->dir);
+	snprintf(s->pidfile, sizeof(s->pidfile), "%s/pid", s->dir);
 	snprintf(s->uri, sizeof(s->uri), "nbd+unix:///?socket=%s", s->sock);
 	s->pid = fork();
 	assert_true(s->pid >= 0);
 	if (s->pid == 0) {
-		const char *argv[32] = { "nbdkit", "-f", "-U", s->sock };
-		int n = 4;
+		const char *argv[32] = { "nbdkit", "-f", "-U", s->sock, "-P", s->pidfile };
+		int n = 6;
 		for (int i = 0; args[i] && n < 31; i++)
 			argv[n++] = args[i];
 		argv[n] = NULL;
@@ -60,13 +62,13 @@ static void server_start(struct server *s, const char *const *args)
 	}
 	for (int i = 0; i < 500; i++) {
 		struct stat st;
-		if (stat(s->sock, &st) == 0)
+		if (stat(s->pidfile, &st) == 0 && st.st_size > 0)
 			return;
 		int status;
 		assert_int_equal(waitpid(s->pid, &status, WNOHANG), 0);  /* still running */
 		usleep(10000);
 	}
-	fail_msg("nbdkit did not create %s", s->sock);
+	fail_msg("nbdkit did not start on %s", s->sock);
 }
 
 static void server_stop(struct server *s)
@@ -77,6 +79,7 @@ static void server_stop(struct server *s)
 		s->pid = 0;
 	}
 	unlink(s->sock);
+	unlink(s->pidfile);
 	rmdir(s->dir);
 }
 
