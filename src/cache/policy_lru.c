@@ -15,10 +15,10 @@
  * that is not queued has prev[slot] == LRU_UNQUEUED.
  *
  * The trade-off: LRU is exact, but every hit moves its slot to the head, which writes
- * shared list heads and needs one cache-wide mutex on the hit path.  That is the very
- * lock the engine avoids everywhere else (DESIGN.md, performance model); it is accepted
- * here only because this policy is the baseline.  S3-FIFO (policy_s3fifo.c) replaces the
- * move on hit by an atomic bump of a 2-bit counter.
+ * shared list heads and needs one cache-wide mutex on the hit path.  That is the very lock
+ * the engine avoids everywhere else (docs/architecture.md, performance model); it is
+ * accepted here only because this policy is the baseline.  S3-FIFO (policy_s3fifo.c)
+ * replaces the move on hit by an atomic bump of a 2-bit counter.
  *
  * This policy uses no bit of tc_line.flags.
  */

@@ -1066,12 +1066,12 @@ static void bypass_read_done(struct tc_io *bio, int result)
 }
 
 /*
- * A sequential read (past the cutoff) of which the cache holds nothing, not even a
- * line being filled or written: one backing read for the whole request instead of one
- * per cache line, so a sequential stream reads as fast as it would without a cache
- * (DESIGN.md).  A line appearing meanwhile belongs to a request concurrent with this
- * one, which may see either data.  Returns false when the request must take the
- * per-line path.
+ * A sequential read (past the cutoff) of which the cache holds nothing, not even a line
+ * being filled or written: one backing read for the whole request instead of one per cache
+ * line, so a sequential stream reads as fast as it would without a cache
+ * (docs/architecture.md, performance model).  A line appearing meanwhile belongs to a
+ * request concurrent with this one, which may see either data.  Returns false when the
+ * request must take the per-line path.
  */
 static bool read_bypass_whole(struct tc_req *r, struct tc_io *io, uint64_t first,
 			      uint64_t last)

@@ -7,12 +7,12 @@
  *   nbdkit [-U SOCKET] nbdkit-tiercache-plugin.so dev=SPEC [dev=SPEC ...]
  *          [control=PATH] [socket=SOCKET] [seed=N] [testing=1]
  *
- * `tiercache serve` builds this command line.  The library's threads start in
- * .after_fork (nbdkit may fork to the background after configuration, and threads do
- * not survive a fork); .cleanup closes the host cleanly, committing metadata with the
- * dirty data kept in the caches.  Multi-conn is safe: a FLUSH on any connection covers
- * every write completed before it on any connection (DESIGN.md invariant 2), because a
- * volume's FLUSH is volume-wide in the engine.
+ * `tiercache serve` builds this command line.  The library's threads start in .after_fork
+ * (nbdkit may fork to the background after configuration, and threads do not survive a
+ * fork); .cleanup closes the host cleanly, committing metadata with the dirty data kept in
+ * the caches.  Multi-conn is safe: a FLUSH on any connection covers every write completed
+ * before it on any connection (invariant 2, docs/architecture.md), because a volume's FLUSH
+ * is volume-wide in the engine.
  *
  * testing=1 (`tiercache serve --testing`) opens every device under a fault-injection
  * layer and answers the test hooks of the control socket: fault, heal, power_cut.

@@ -11,9 +11,9 @@
  * that kind failing (tc_crash_fail_nth), for N = 1, 2, 3, ... until a run completes
  * without the fault firing (at most 200 runs per case).
  *
- * The oracle is the reference model of model.c (DESIGN.md invariant 1), with the one
- * freedom an error gives: a write that failed leaves each of its sectors holding the
- * old or the new value.  Asserted in every run:
+ * The oracle is the reference model of model.c (invariant 1, docs/architecture.md),
+ * with the one freedom an error gives: a write that failed leaves each of its sectors
+ * holding the old or the new value.  Asserted in every run:
  *   - every request completes with 0 or -EIO, nothing else;
  *   - a read that succeeds returns exactly what the model allows, never stale data,
  *     never another sector's: dirty data that can no longer be read is an error to

@@ -2,9 +2,9 @@
 /*
  * model.h - the reference model the stress and I/O-error tests check tiercache against.
  *
- * The model knows, for every 512-byte sector of every volume, which values that sector
- * may hold: while the engine runs (DESIGN.md invariant 1) and after a power cut and
- * recovery (invariant 2).  It never looks at the engine; the test drives both with the
+ * The model knows, for every 512-byte sector of every volume, which values that sector may
+ * hold: while the engine runs (invariant 1 of docs/architecture.md) and after a power cut
+ * and recovery (invariant 2).  It never looks at the engine; the test drives both with the
  * same requests and compares what the engine returns with what the model allows.
  *
  * Per sector the model keeps the ordered history of the writes applied to it since its

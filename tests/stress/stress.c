@@ -11,7 +11,7 @@
  * DETERMINISTIC with that seed: completion order, timers and the virtual clock are all
  * seed-chosen), and checks every answer against the reference model in model.c.
  *
- * The oracle is DESIGN.md's invariants, applied per 512-byte sector:
+ * The oracle is docs/architecture.md's invariants, applied per 512-byte sector:
  *   1. every read returns what the model says the sector holds now (checked on every
  *      read completion, on full reads after each clean restart and at the end);
  *   2. after a power cut of every device (crash devices keep a seed-chosen subset of
