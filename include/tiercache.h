@@ -745,6 +745,9 @@ struct tc_volume_stats {
 	                             * and bytes of read misses not filled */
 	uint64_t dirty_bytes;       /* now */
 	uint64_t cached_bytes;      /* valid bytes now */
+	uint64_t backing_stripe;    /* bytes: the backing's full stripe (the stripe size
+	                             * stored on it, else its tc_dev_limits io_opt when
+	                             * partial stripes are expensive); 0 = none */
 	uint64_t writeback_bytes;   /* written back by the cleaner */
 	uint64_t writeback_ios;
 	uint64_t writeback_rate;    /* bytes/s over the last second */

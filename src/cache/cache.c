@@ -258,10 +258,14 @@ static void cache_tick(struct tc_timer *t)
 		tc_ctx_timer_arm(c->ctx, &c->tick, now + TC_TICK_NS);
 }
 
+static void cache_dev_event(void *opaque, tc_dev *dev, enum tc_dev_event ev);
+
 void tc_cache_free(struct tc_cache *c)
 {
 	if (!c)
 		return;
+	if (c->dev)
+		tc_dev_unwatch(c->dev, cache_dev_event, c);   /* -ENOENT if never watched */
 	for (unsigned i = 1; i <= TC_MAX_VOLUMES; i++) {
 		if (c->vols[i])
 			tc_volume_free(c->vols[i]);
@@ -417,8 +421,52 @@ static int open_start_timer(void *arg)
 	return 0;
 }
 
+/*
+ * The cache device's health: a device that reports it failed (an array past its
+ * redundancy, a lost remote connection) puts every volume into pass-through at once,
+ * as too many I/O errors do (tc_cache_error), instead of after the errors pile up.
+ * Losing and regaining redundancy is logged here; the write policies that depend on it
+ * follow it where the volumes' policies are decided.
+ */
+static void cache_dev_event(void *opaque, tc_dev *dev, enum tc_dev_event ev)
+{
+	struct tc_cache *c = opaque;
+	struct tc_dev_limits l;
+
+	tc_dev_limits(dev, &l);
+	switch (ev) {
+	case TC_DEV_FAILED:
+		if (!atomic_exchange(&c->failed, true))
+			tc_err(c->ctx, "cache %s: the device reports it failed; every volume falls "
+			       "back to pass-through, dirty data stays readable from the cache "
+			       "where possible", c->dev->name);
+		break;
+	case TC_DEV_DEGRADED:
+		tc_warn(c->ctx, "cache %s: the device is degraded (it survives %u more failures)",
+			c->dev->name, l.redundancy);
+		break;
+	case TC_DEV_REDUNDANT:
+		tc_info(c->ctx, "cache %s: the device is redundant again (it survives %u "
+			"failures)", c->dev->name, l.redundancy);
+		break;
+	}
+}
+
+static int open_watch(void *arg)
+{
+	struct open_op *op = arg;
+	return tc_dev_watch(op->dev, cache_dev_event, op->c);
+}
+
+static void open_unwatch(void *arg)
+{
+	struct open_op *op = arg;
+	tc_dev_unwatch(op->dev, cache_dev_event, op->c);
+}
+
 static const struct tc_step open_steps[] = {
 	{ "set up from the superblock", open_setup, open_free },
+	{ "watch the device's health", open_watch, open_unwatch },
 	{ "load the line metadata", open_load, NULL },
 	{ "mark the cache in use", open_mark_in_use, NULL },
 	{ "start the timer", open_start_timer, NULL },

@@ -110,6 +110,8 @@ struct tc_volume {
 	uint8_t id;
 	char name[TC_NAME_MAX];
 	uint64_t size;                   /* bytes */
+	uint64_t stripe;                 /* bytes: the backing's full stripe, 0 = none (the
+					  * stored stripe size, else the device's limits) */
 	struct tc_backing_sb bsb;
 	int bsb_latest;                  /* copy holding the newest backing superblock */
 	struct tc_volume_settings set;   /* the I/O path reads single fields with

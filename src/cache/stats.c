@@ -42,6 +42,7 @@ void tc_volume_stats(tc_volume *v, struct tc_volume_stats *st)
 	st->cache_writeback_read_bytes = s[ST_CACHE_WB_READ_BYTES];
 	st->dirty_bytes = atomic_load(&v->dirty_units) * TC_UNIT_SIZE;
 	st->cached_bytes = atomic_load(&v->valid_units) * TC_UNIT_SIZE;
+	st->backing_stripe = v->stripe;
 	/* The rate is published when writeback happens; two seconds without any means
 	 * none is happening now, whatever the last published figure. */
 	uint64_t now = tc_ctx_now(v->cache->ctx), stamp = atomic_load(&v->rate_stamp_ns);
@@ -158,6 +159,7 @@ char *tc_volume_stats_json(tc_volume *v)
 	add_u64(o, "bypassed_bytes", st.bypassed_bytes);
 	add_u64(o, "dirty_bytes", st.dirty_bytes);
 	add_u64(o, "cached_bytes", st.cached_bytes);
+	add_u64(o, "backing_stripe", st.backing_stripe);
 	add_u64(o, "writeback_bytes", st.writeback_bytes);
 	add_u64(o, "writeback_ios", st.writeback_ios);
 	add_u64(o, "writeback_rate", st.writeback_rate);

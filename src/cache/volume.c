@@ -255,6 +255,19 @@ static int attach_check_size(void *arg)
 	return 0;
 }
 
+/* The backing's full stripe: what its superblock stores (given at create, for an array
+ * that does not say it), else what the device reports when partial stripes cost it a
+ * read-modify-write (an md or hardware RAID volume, a tiercache array). */
+static uint64_t volume_stripe(tc_dev *dev, const struct tc_backing_sb *b)
+{
+	struct tc_dev_limits l;
+
+	if (b->stripe_size)
+		return b->stripe_size;
+	tc_dev_limits(dev, &l);
+	return l.partial_stripe_expensive ? l.io_opt : 0;
+}
+
 static int attach_new_volume(void *arg)
 {
 	struct attach_op *op = arg;
@@ -269,6 +282,7 @@ static int attach_new_volume(void *arg)
 	v->size = op->b.size;
 	v->bsb = op->b;
 	v->bsb_latest = op->latest;
+	v->stripe = volume_stripe(op->dev, &op->b);
 	snprintf(v->name, sizeof(v->name), "%s", op->b.name);
 	v->set = op->fresh || op->stale ? op->b.settings : op->rec->settings;
 	tc_seq_init(&v->seq);

@@ -3,8 +3,10 @@
  * test_dev_limits.c - device limits and health as data (dev.c): the defaults every
  * backend starts from, the normalisation of a backend's limits, the watch list
  * (duplicates refused, removal, delivery order, redundancy already updated when a
- * watcher runs, no call after unwatch), and a fault layer that reports its inner
- * device's limits and passes its health events up.
+ * watcher runs, no call after unwatch), a fault layer that reports its inner
+ * device's limits and passes its health events up, and the engine reading them: a
+ * volume's backing stripe from its backing's limits, and a cache whose device reports
+ * it failed putting its volumes into pass-through at once.
  */
 #include <errno.h>
 #include <setjmp.h>
@@ -146,12 +148,92 @@ static void test_fault_layer_passes_up(void **state)
 	tc_ctx_free(ctx);
 }
 
+/* A cache and a write-through volume on memory devices, the backing with @limits. */
+static void cached_volume(tc_ctx *ctx, const struct tc_dev_limits *limits, tc_dev **cdev,
+			  tc_cache **cache, tc_volume **vol)
+{
+	tc_dev *bdev;
+	struct tc_volume_settings s;
+
+	assert_int_equal(tc_dev_new_memory(ctx, 8u << 20, cdev), 0);
+	assert_int_equal(tc_dev_new_memory(ctx, 16u << 20, &bdev), 0);
+	tc_dev_set_limits(bdev, limits);
+	assert_int_equal(tc_cache_format(ctx, *cdev, NULL), 0);
+	tc_volume_settings_default(&s);
+	s.write_policy = TC_WP_WT;
+	assert_int_equal(tc_backing_format(ctx, bdev, "vol", &s), 0);
+	assert_int_equal(tc_cache_open(ctx, *cdev, cache), 0);
+	assert_int_equal(tc_cache_attach(*cache, bdev, NULL, 0, vol), 0);
+}
+
+static void test_engine_reads_limits(void **state)
+{
+	tc_ctx *ctx = new_ctx();
+	tc_dev *cdev;
+	tc_cache *cache;
+	tc_volume *vol;
+	struct tc_volume_stats st;
+	/* RAID 6 of six members, 64 KiB chunks: a 256 KiB full stripe. */
+	struct tc_dev_limits raid6 = { .io_min = 65536, .io_opt = 262144,
+				       .partial_stripe_expensive = true, .redundancy = 2 };
+	struct tc_dev_limits mirror = { .io_min = 4096, .redundancy = 1 };
+
+	cached_volume(ctx, &raid6, &cdev, &cache, &vol);
+	tc_volume_stats(vol, &st);
+	assert_int_equal(st.backing_stripe, 262144);
+	assert_int_equal(tc_cache_close(cache), 0);
+	tc_ctx_free(ctx);
+
+	/* A mirror has no expensive partial stripes: no stripe. */
+	ctx = new_ctx();
+	cached_volume(ctx, &mirror, &cdev, &cache, &vol);
+	tc_volume_stats(vol, &st);
+	assert_int_equal(st.backing_stripe, 0);
+	assert_int_equal(tc_cache_close(cache), 0);
+	tc_ctx_free(ctx);
+}
+
+static void test_cache_device_failed(void **state)
+{
+	tc_ctx *ctx = new_ctx();
+	tc_dev *cdev;
+	tc_cache *cache;
+	tc_volume *vol;
+	struct tc_volume_stats st;
+	struct tc_dev_limits plain = { 0 };
+	uint8_t *buf = aligned_alloc(4096, 65536), *chk = aligned_alloc(4096, 65536);
+
+	cached_volume(ctx, &plain, &cdev, &cache, &vol);
+	memset(buf, 0x5a, 65536);
+	assert_int_equal(tc_volume_pwrite(vol, buf, 65536, 0, 0), 0);
+	assert_int_equal(tc_volume_pread(vol, chk, 65536, 0), 0);   /* a hit */
+	tc_volume_stats(vol, &st);
+	assert_false(st.fallback_pt);
+
+	tc_dev_event(cdev, TC_DEV_FAILED, 0);
+	tc_volume_stats(vol, &st);
+	assert_true(st.fallback_pt);
+	/* Write-through: the backing holds everything; reads go there now. */
+	uint64_t before = st.read_hits;
+	memset(chk, 0, 65536);
+	assert_int_equal(tc_volume_pread(vol, chk, 65536, 0), 0);
+	assert_memory_equal(buf, chk, 65536);
+	tc_volume_stats(vol, &st);
+	assert_int_equal(st.read_hits, before);
+	free(buf);
+	free(chk);
+	tc_cache_close(cache);
+	tc_ctx_free(ctx);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_defaults_and_normalisation),
 		cmocka_unit_test(test_watch),
 		cmocka_unit_test(test_fault_layer_passes_up),
+		cmocka_unit_test(test_engine_reads_limits),
+		cmocka_unit_test(test_cache_device_failed),
 	};
 
 	return cmocka_run_group_tests_name("device limits and health", tests, NULL, NULL);
