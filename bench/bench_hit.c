@@ -535,19 +535,6 @@ static void print_pair(const char *title, const struct pair_res *p, int n)
 	       p->median_ratio);
 }
 
-static const char *human(uint64_t b, char *buf, size_t len)
-{
-	if (b >= GIB && b % GIB == 0)
-		snprintf(buf, len, "%" PRIu64 " GiB", b / GIB);
-	else if (b >= MIB)
-		snprintf(buf, len, "%.1f MiB", (double)b / MIB);
-	else if (b >= KIB)
-		snprintf(buf, len, "%.1f KiB", (double)b / KIB);
-	else
-		snprintf(buf, len, "%" PRIu64 " B", b);
-	return buf;
-}
-
 /*
  * The raw runs read the cache file at data_offset + the volume offset: check that a
  * marker written through the volume at a few offsets is there in the file.
@@ -626,12 +613,12 @@ static void bench_hit_path(void)
 
 	if (!o->json) {
 		printf("tc-bench-hit: cache file %s: %s, %" PRIu64 " lines of %s, %s, O_DIRECT %s\n",
-		       cpath, human(o->cache_size, h1, sizeof(h1)), (uint64_t)geo.lines,
-		       human(o->line_size, h2, sizeof(h2)), tc_replacement_name(o->replacement),
+		       cpath, tc_size_format(o->cache_size, h1, sizeof(h1)), (uint64_t)geo.lines,
+		       tc_size_format(o->line_size, h2, sizeof(h2)), tc_replacement_name(o->replacement),
 		       info.direct ? "yes" : "no");
 		printf("  working set: %s = %" PRIu64 " lines (half the cache; slots 0..%" PRIu64
 		       ", cache file bytes %" PRIu64 "..%" PRIu64 ")\n",
-		       human(ws_bytes, h1, sizeof(h1)), ws_lines, ws_lines - 1,
+		       tc_size_format(ws_bytes, h1, sizeof(h1)), ws_lines, ws_lines - 1,
 		       (uint64_t)geo.data_offset, (uint64_t)geo.data_offset + ws_bytes);
 		printf("  volume: write-back, flush_rate low, admission always, seq_cutoff off; "
 		       "QD %u, %u-byte requests, %.1f s per run, %d rounds\n",
@@ -658,9 +645,9 @@ static void bench_hit_path(void)
 		if (!o->json)
 			printf("  warm-up: read %s in %.2f s: %" PRIu64 " misses, %" PRIu64
 			       " promotions, cached %s\n",
-			       human(ws_bytes, h1, sizeof(h1)), (double)(now_ns() - t0) / 1e9,
+			       tc_size_format(ws_bytes, h1, sizeof(h1)), (double)(now_ns() - t0) / 1e9,
 			       vs0.read_misses, vs0.promotions,
-			       human(vs0.cached_bytes, h2, sizeof(h2)));
+			       tc_size_format(vs0.cached_bytes, h2, sizeof(h2)));
 		if (vs0.cached_bytes < ws_bytes)
 			die("warm-up did not cache the whole working set", ENOSPC);
 	}
@@ -739,8 +726,8 @@ static void bench_hit_path(void)
 			       "I/O; a 4 KiB read every 250 ms during the raw runs keeps the volume "
 			       "busy); written back during the writes: %s; evictions %" PRIu64
 			       "; dirty now %s; write hits %" PRIu64 ", misses %" PRIu64 "\n",
-			       human(res->wb_during_write, h1, sizeof(h1)), res->evictions_write,
-			       human(res->dirty_after_write, h2, sizeof(h2)), res->write_hits,
+			       tc_size_format(res->wb_during_write, h1, sizeof(h1)), res->evictions_write,
+			       tc_size_format(res->dirty_after_write, h2, sizeof(h2)), res->write_hits,
 			       res->write_misses);
 		}
 	}
@@ -877,7 +864,7 @@ static void bench_recovery(void)
 		       "%" PRIu64 " dirty lines written in %.2f s (4 KiB writes, QD 32, crash "
 		       "device, deterministic ctx), FLUSH, power cut, abandon; then "
 		       "tc_cache_open on a file device, threaded ctx\n",
-		       human(o->recovery_size, h1, sizeof(h1)), res->rec_lines,
+		       tc_size_format(o->recovery_size, h1, sizeof(h1)), res->rec_lines,
 		       o->line_size / 1024, res->rec_filled, res->fill_s);
 		printf("  %-28s %12s %12s\n", "", "recovery_ms", "s per GiB");
 		printf("  %-28s %12.2f %12.4f   (recovered dirty %" PRIu64 ", dropped %" PRIu64
@@ -889,7 +876,7 @@ static void bench_recovery(void)
 		printf("  memory: mem_bytes_per_line %" PRIu64 ", mem_ghost_bytes %" PRIu64
 		       ", mem_admission_bytes %" PRIu64 " (this %s cache)\n",
 		       res->mem_bytes_per_line, res->mem_ghost_bytes, res->mem_admission_bytes,
-		       human(o->recovery_size, h1, sizeof(h1)));
+		       tc_size_format(o->recovery_size, h1, sizeof(h1)));
 	}
 }
 

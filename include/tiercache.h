@@ -825,6 +825,12 @@ bool tc_volume_name_valid(const char *name);
  */
 int tc_size_parse(const char *s, uint64_t *out);
 
+/*
+ * tc_size_format - @bytes for people, into @buf (@len bytes): "512 B" below 1 KiB,
+ * else one decimal and a binary unit ("1.5 GiB", up to PiB).  Returns @buf.
+ */
+const char *tc_size_format(uint64_t bytes, char *buf, size_t len);
+
 #ifdef __cplusplus
 }
 #endif

@@ -35,10 +35,11 @@
 #include <sys/types.h>
 #include <time.h>
 
+#include "cli.h"
+
 /* Exit codes, as the `tiercache` command's. */
 #define BENCH_OK 0
 #define BENCH_FAIL 1
-#define BENCH_USAGE 2
 
 #define VOLNAME "bench"  /* the volume every target serves */
 #define MAXQD 16        /* queue depths per list */
@@ -115,23 +116,10 @@ extern volatile pid_t fio_child;
 
 /* ---- main.c: messages, option values, progress ---- */
 
-/* The name messages start with: "tiercache bench" when run by that command. */
+/* The name messages start with: "tiercache bench" when run by that command (it is
+ * also cli.c's cli_prog_name: messages, usage and option values come from the
+ * command's shared helpers, src/cli/cli.h). */
 extern const char *bench_name;
-
-/* "NAME: error: ..." and "NAME: warning: ..." on stderr. */
-void bench_err(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-void bench_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-/* bench_usage - a bad-usage message plus a pointer to --help; returns BENCH_USAGE. */
-int bench_usage(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-/* bench_bad_option - after getopt_long() returned '?': one message naming the option
- * (unknown, or missing its value); returns BENCH_USAGE. */
-int bench_bad_option(char **argv);
-/* opt_uint - an unsigned decimal option @opt in [lo, hi]; opt_size - a size (K/M/G/T).
- * Return 0, or -1 after a usage message naming the option and the value. */
-int opt_uint(const char *opt, const char *arg, uint64_t lo, uint64_t hi, uint64_t *out);
-int opt_size(const char *opt, const char *arg, uint64_t *out);
-/* human - "1.5 GiB" style rendering of @bytes into @buf. */
-const char *human(uint64_t bytes, char *buf, size_t len);
 /* now_s - seconds since the bench started; progress - "[  12.3s] ..." on stderr. */
 double now_s(const struct bench *b);
 void progress(const struct bench *b, const char *fmt, ...)

@@ -85,7 +85,7 @@ int fio_run(struct bench *b, const struct target *t, const struct workload *w,
 	if (r && t->kind == T_TC) {
 		json_object *s = stats_call(b, true);
 		if (!s)
-			bench_warn("%s: could not reset the volume's counters", t->name);
+			cli_warn("%s: could not reset the volume's counters", t->name);
 		json_object_put(s);
 	}
 	unlink(outp);
@@ -104,7 +104,7 @@ int fio_run(struct bench *b, const struct target *t, const struct workload *w,
 			r->ok = false;
 			snprintf(r->error, sizeof(r->error), "%s", msg);
 		}
-		bench_err("%s %s QD %u: %s; fio's log: %s", t->name, w->name, qd, msg, log);
+		cli_err("%s %s QD %u: %s; fio's log: %s", t->name, w->name, qd, msg, log);
 		tail_file(log, 6);
 		json_object_put(o);
 		return -1;
@@ -146,7 +146,7 @@ int fio_run(struct bench *b, const struct target *t, const struct workload *w,
 			r->dirty = jget_u64(s, "dirty_bytes");
 			json_object_put(s);
 		} else {
-			bench_warn("%s: could not read the volume's counters", t->name);
+			cli_warn("%s: could not read the volume's counters", t->name);
 		}
 	}
 	return 0;

@@ -151,95 +151,6 @@ volatile pid_t fio_child = -1;
 
 const char *bench_name = "tc-bench-nbd";
 
-static void vmsg(const char *kind, const char *fmt, va_list ap)
-{
-	char buf[2048];
-	vsnprintf(buf, sizeof(buf), fmt, ap);
-	fprintf(stderr, "%s: %s%s\n", bench_name, kind, buf);
-}
-
-void bench_err(const char *fmt, ...)
-{
-	va_list ap;
-	va_start(ap, fmt);
-	vmsg("error: ", fmt, ap);
-	va_end(ap);
-}
-
-void bench_warn(const char *fmt, ...)
-{
-	va_list ap;
-	va_start(ap, fmt);
-	vmsg("warning: ", fmt, ap);
-	va_end(ap);
-}
-
-int bench_usage(const char *fmt, ...)
-{
-	va_list ap;
-	va_start(ap, fmt);
-	vmsg("", fmt, ap);
-	va_end(ap);
-	fprintf(stderr, "Try `%s --help`.\n", bench_name);
-	return BENCH_USAGE;
-}
-
-int bench_bad_option(char **argv)
-{
-	const char *arg = optind > 0 ? argv[optind - 1] : "";
-	int n = (int)strcspn(arg, "=");
-	if (optopt && !strncmp(arg, "--", 2) && !arg[n])
-		return bench_usage("option %s needs a value", arg);
-	if (optopt && arg[0] == '-' && arg[1] != '-')
-		return bench_usage("unknown option -%c", optopt);
-	return bench_usage("unknown option %.*s", n, arg);
-}
-
-int opt_uint(const char *opt, const char *arg, uint64_t lo, uint64_t hi, uint64_t *out)
-{
-	char *end;
-	errno = 0;
-	unsigned long long v = strtoull(arg, &end, 10);
-	if (!*arg || *end || errno || arg[0] == '-' || v < lo || v > hi) {
-		bench_usage("%s: \"%s\" is not a whole number from %" PRIu64 " to %" PRIu64,
-			    opt, arg, lo, hi);
-		return -1;
-	}
-	*out = v;
-	return 0;
-}
-
-int opt_size(const char *opt, const char *arg, uint64_t *out)
-{
-	int r = tc_size_parse(arg, out);
-	if (r == -ERANGE) {
-		bench_usage("%s: size \"%s\" is too large", opt, arg);
-		return -1;
-	}
-	if (r) {
-		bench_usage("%s: \"%s\" is not a size (a number with an optional K, M, G or T)",
-			    opt, arg);
-		return -1;
-	}
-	return 0;
-}
-
-const char *human(uint64_t b, char *buf, size_t len)
-{
-	static const char *u[] = { "B", "KiB", "MiB", "GiB", "TiB", "PiB" };
-	double v = (double)b;
-	unsigned i = 0;
-	while (v >= 1024 && i < 5) {
-		v /= 1024;
-		i++;
-	}
-	if (i == 0)
-		snprintf(buf, len, "%" PRIu64 " B", b);
-	else
-		snprintf(buf, len, "%.1f %s", v, u[i]);
-	return buf;
-}
-
 /* The queue depths of workload @w. */
 const unsigned *qd_list(const struct bench *b, const struct workload *w, unsigned *n)
 {
@@ -289,10 +200,10 @@ static int parse_qd_list(const char *opt, const char *arg, unsigned *out, unsign
 		uint64_t v;
 		if (*n == MAXQD) {
 			free(dup);
-			bench_usage("%s: at most %d queue depths", opt, MAXQD);
+			cli_usage("%s: at most %d queue depths", opt, MAXQD);
 			return -1;
 		}
-		if (opt_uint(opt, tok, 1, 256, &v)) {
+		if (cli_uint(opt, tok, 1, 256, &v)) {
 			free(dup);
 			return -1;
 		}
@@ -300,7 +211,7 @@ static int parse_qd_list(const char *opt, const char *arg, unsigned *out, unsign
 	}
 	free(dup);
 	if (!*n) {
-		bench_usage("%s: an empty list", opt);
+		cli_usage("%s: an empty list", opt);
 		return -1;
 	}
 	return 0;
@@ -328,7 +239,7 @@ static int add_target(struct bench *b, const char *name)
 		snprintf(t.mode, sizeof(t.mode), "%s", !strcmp(name, "nbdkit-wt") ? "wt" : "wb");
 		snprintf(t.name, sizeof(t.name), "nbdkit-%s", t.mode);
 	} else {
-		bench_usage("--targets: \"%s\" is not uncached, wt, wb, wa, pt, nbdkit-wt or "
+		cli_usage("--targets: \"%s\" is not uncached, wt, wb, wa, pt, nbdkit-wt or "
 			  "nbdkit-wb", name);
 		return -1;
 	}
@@ -336,7 +247,7 @@ static int add_target(struct bench *b, const char *name)
 		if (!strcmp(b->t[i].name, t.name))
 			return 0;
 	if (b->nt == MAXT) {
-		bench_usage("--targets: too many targets");
+		cli_usage("--targets: too many targets");
 		return -1;
 	}
 	b->t[b->nt++] = t;
@@ -354,7 +265,7 @@ static int parse_targets(struct bench *b, const char *arg)
 		}
 	free(dup);
 	if (!b->nt) {
-		bench_usage("--targets: an empty list");
+		cli_usage("--targets: an empty list");
 		return -1;
 	}
 	return 0;
@@ -381,7 +292,7 @@ static int apply_policies(struct bench *b, const char *arg)
 	for (char *tok = strtok_r(dup, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
 		if (!is_policy(tok) && !(!strncmp(tok, "tc-", 3) && is_policy(tok + 3))) {
 			free(dup);
-			bench_usage("--policies: \"%s\" is not wt, wb, wa or pt", tok);
+			cli_usage("--policies: \"%s\" is not wt, wb, wa or pt", tok);
 			return -1;
 		}
 		if (add_target(&tmp, tok)) {
@@ -411,7 +322,7 @@ static int parse_workloads(struct bench *b, const char *arg)
 			if (!strcmp(tok, workloads[i].name))
 				break;
 		if (i == NWORK) {
-			bench_usage("--workloads: \"%s\" is not seq-read, seq-write, rand-read, db "
+			cli_usage("--workloads: \"%s\" is not seq-read, seq-write, rand-read, db "
 				  "or rand-write", tok);
 			free(dup);
 			return -1;
@@ -420,7 +331,7 @@ static int parse_workloads(struct bench *b, const char *arg)
 	}
 	free(dup);
 	if (!any) {
-		bench_usage("--workloads: an empty list");
+		cli_usage("--workloads: an empty list");
 		return -1;
 	}
 	return 0;
@@ -466,7 +377,8 @@ int main(int argc, char **argv)
 		const char *slash = strrchr(argv[0], '/');
 		bench_name = slash ? slash + 1 : argv[0];
 	}
-	opterr = 0;   /* one message per bad option: bench_bad_option()'s */
+	cli_prog_name = bench_name;
+	opterr = 0;   /* one message per bad option: cli_bad_option()'s */
 	clock_gettime(CLOCK_MONOTONIC, &b->t0);
 	/* --quick first: it sets defaults that the other options override. */
 	for (int i = 1; i < argc; i++) {
@@ -496,47 +408,47 @@ int main(int argc, char **argv)
 		switch (c) {
 		case O_QUICK: break;
 		case O_RUNTIME:
-			if (opt_uint("--runtime", optarg, 1, 3600, &b->runtime))
-				return BENCH_USAGE;
+			if (cli_uint("--runtime", optarg, 1, 3600, &b->runtime))
+				return TC_EXIT_USAGE;
 			break;
 		case O_WARMUP:
-			if (opt_uint("--warmup", optarg, 0, 36000, &b->warmup))
-				return BENCH_USAGE;
+			if (cli_uint("--warmup", optarg, 0, 36000, &b->warmup))
+				return TC_EXIT_USAGE;
 			break;
 		case O_QD:
 			if (parse_qd_list("--qd", optarg, b->qd, &b->nqd))
-				return BENCH_USAGE;
+				return TC_EXIT_USAGE;
 			break;
 		case O_DBQD:
 			if (parse_qd_list("--db-qd", optarg, b->dbqd, &b->ndbqd))
-				return BENCH_USAGE;
+				return TC_EXIT_USAGE;
 			break;
 		case O_SEQQD:
 			if (parse_qd_list("--seq-qd", optarg, b->seqqd, &b->nseqqd))
-				return BENCH_USAGE;
+				return TC_EXIT_USAGE;
 			break;
 		case O_TARGETS:
 			if (parse_targets(b, optarg))
-				return BENCH_USAGE;
+				return TC_EXIT_USAGE;
 			break;
 		case O_POLICIES: policies = optarg; break;
 		case O_WORKLOADS:
 			if (parse_workloads(b, optarg))
-				return BENCH_USAGE;
+				return TC_EXIT_USAGE;
 			break;
 		case O_CACHE:
-			if (opt_size("--cache-size", optarg, &b->cache_size))
-				return BENCH_USAGE;
+			if (cli_size("--cache-size", optarg, &b->cache_size))
+				return TC_EXIT_USAGE;
 			break;
 		case O_AREA:
-			if (opt_size("--area", optarg, &b->area))
-				return BENCH_USAGE;
+			if (cli_size("--area", optarg, &b->area))
+				return TC_EXIT_USAGE;
 			if (b->area < (1 << 20))
-				return bench_usage("--area: at least 1M");
+				return cli_usage("--area: at least 1M");
 			break;
 		case O_HDDSIZE:
-			if (opt_size("--hdd-size", optarg, &b->hdd_size))
-				return BENCH_USAGE;
+			if (cli_size("--hdd-size", optarg, &b->hdd_size))
+				return TC_EXIT_USAGE;
 			break;
 		case O_HDD: b->hdd_given = optarg; break;
 		case O_SSD: b->ssd_given = optarg; break;
@@ -544,32 +456,32 @@ int main(int argc, char **argv)
 		case O_HDDP: b->hdd_profile = optarg; break;
 		case O_SSDP: b->ssd_profile = optarg; break;
 		case O_LINE:
-			if (opt_size("--line-size", optarg, &b->line_size))
-				return BENCH_USAGE;
+			if (cli_size("--line-size", optarg, &b->line_size))
+				return TC_EXIT_USAGE;
 			break;
 		case O_OUT: b->out = optarg; break;
 		case O_TMPDIR: b->tmpdir_base = optarg; break;
 		case O_FIODIR: b->fio_dir_opt = optarg; break;
 		case O_SEED:
-			if (opt_uint("--seed", optarg, 0, UINT32_MAX, &b->seed))
-				return BENCH_USAGE;
+			if (cli_uint("--seed", optarg, 0, UINT32_MAX, &b->seed))
+				return TC_EXIT_USAGE;
 			break;
 		case O_JSON: b->json = true; break;
 		case 'h': fputs(help, stdout); return BENCH_OK;
-		default: return bench_bad_option(argv);
+		default: return cli_bad_option(argv);
 		}
 	}
 	if (optind != argc)
-		return bench_usage("bench takes no operands (\"%s\")", argv[optind]);
+		return cli_usage("bench takes no operands (\"%s\")", argv[optind]);
 	if (!b->hdd_given != !b->ssd_given)
-		return bench_usage("--hdd and --ssd go together");
+		return cli_usage("--hdd and --ssd go together");
 	if (b->hdd_given && b->hdd_size)
-		return bench_usage("--hdd-size is for the devices the bench makes, not --hdd");
+		return cli_usage("--hdd-size is for the devices the bench makes, not --hdd");
 	if (policies && apply_policies(b, policies))
-		return BENCH_USAGE;
+		return TC_EXIT_USAGE;
 	b->seed0 = b->seed;
 	if (b->cache_size < (16ull << 20))
-		return bench_usage("--cache-size: at least 16M");
+		return cli_usage("--cache-size: at least 16M");
 	b->fio = getenv("TC_FIO") && *getenv("TC_FIO") ? getenv("TC_FIO") : "fio";
 	b->nbdkit = getenv("TC_NBDKIT") && *getenv("TC_NBDKIT") ? getenv("TC_NBDKIT") : "nbdkit";
 
@@ -583,7 +495,7 @@ int main(int argc, char **argv)
 	int sr = setup(b);
 	if (sr) {
 		cleanup(b);
-		return interrupted ? 130 : sr == -2 ? BENCH_USAGE : BENCH_FAIL;
+		return interrupted ? 130 : sr == -2 ? TC_EXIT_USAGE : BENCH_FAIL;
 	}
 	/* The estimate: runs, warm-ups, and about 2 s per target to format and serve. */
 	unsigned runs = 0, warm = 0;
@@ -600,7 +512,7 @@ int main(int argc, char **argv)
 		snprintf(ws, sizeof(ws), " (+ %u warm-ups of %" PRIu64 " s)", warm, b->warmup);
 	progress(b, "%d targets x %u runs of %" PRIu64 " s%s: about %.0f s; cache %s, area "
 		 "%s; HDD %s, SSD %s", b->nt, runs, b->runtime, ws, est,
-		 human(b->cache_data, cs, sizeof(cs)), human(b->area, as, sizeof(as)),
+		 tc_size_format(b->cache_data, cs, sizeof(cs)), tc_size_format(b->area, as, sizeof(as)),
 		 b->hdd, b->ssd);
 	for (int ti = 0; ti < b->nt && !interrupted; ti++) {
 		if (b->t[ti].kind == T_NBDKIT)

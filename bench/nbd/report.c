@@ -262,13 +262,13 @@ int write_files(const struct bench *b, json_object *j)
 	char p[PATH_MAX + 64];
 	snprintf(p, sizeof(p), "%s/results.json", b->outdir);
 	if (json_object_to_file_ext(p, j, JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_SPACED)) {
-		bench_err("%s: cannot write", p);
+		cli_err("%s: cannot write", p);
 		return -1;
 	}
 	snprintf(p, sizeof(p), "%s/results.csv", b->outdir);
 	FILE *f = fopen(p, "w");
 	if (!f) {
-		bench_err("%s: %s", p, strerror(errno));
+		cli_err("%s: %s", p, strerror(errno));
 		return -1;
 	}
 	fputs("target,workload,qd,iops,mb_s,lat_mean_us,lat_p50_us,lat_p99_us,lat_p99_9_us,"
@@ -305,7 +305,7 @@ int write_files(const struct bench *b, json_object *j)
 				 b->t[ti].name);
 			f = fopen(p, "w");
 			if (!f) {
-				bench_err("%s: %s", p, strerror(errno));
+				cli_err("%s: %s", p, strerror(errno));
 				return -1;
 			}
 			fprintf(f, "# %s, %s: qd iops mb_s p50_us p99_us p99.9_us max_us\n",
@@ -331,13 +331,13 @@ int make_plots(const struct bench *b)
 			  NULL };
 	int pr = proc_run(probe, NULL, "/dev/null", NULL, false);
 	if (pr == 127 || pr < 0) {
-		bench_warn("gnuplot not found: no plots (install gnuplot-nox)");
+		cli_warn("gnuplot not found: no plots (install gnuplot-nox)");
 		return 0;
 	}
 	bool cairo = pr == 0;
 	FILE *f = fopen(p, "w");
 	if (!f) {
-		bench_err("%s: %s", p, strerror(errno));
+		cli_err("%s: %s", p, strerror(errno));
 		return 0;
 	}
 	fprintf(f, "# plots.gp - written by `tiercache bench`; run `gnuplot plots.gp` here.\n");
@@ -397,7 +397,7 @@ int make_plots(const struct bench *b)
 	char *av[] = { (char *)"sh", (char *)"-c", (char *)"cd \"$0\" && exec gnuplot plots.gp",
 		       (char *)b->outdir, NULL };
 	if (proc_run(av, log, log, NULL, false)) {
-		bench_warn("gnuplot failed: see %s", log);
+		cli_warn("gnuplot failed: see %s", log);
 		return 0;
 	}
 	return nplots;

@@ -131,24 +131,6 @@ void tail_file(const char *path, int lines)
 }
 
 
-/* @spec ("PATH", "crash:PATH", "emu:PROFILE:PATH") with its path made absolute, into
- * @buf.  Returns 0, or -1 after a message naming the device. */
-static int abs_spec(const char *spec, char *buf, size_t len)
-{
-	const char *path = tc_dev_spec_path(spec);
-	char abs[PATH_MAX];
-	if (!realpath(path, abs)) {
-		bench_err("device %s: %s", spec, strerror(errno));
-		return -1;
-	}
-	int n = snprintf(buf, len, "%.*s%s", (int)(path - spec), spec, abs);
-	if (n < 0 || (size_t)n >= len) {
-		bench_err("device %s: path too long", spec);
-		return -1;
-	}
-	return 0;
-}
-
 /* A file this program uses, into @buf: $@env when set, else @rel from this program's
  * folder when it exists (a build tree), else @installed.  Returns 0, or -1 when it
  * does not fit. */
@@ -196,7 +178,7 @@ static int server_start(struct bench *b, const struct target *t)
 	char *devs[3] = { 0 };
 	if (t->kind == T_NBDKIT) {
 		char abs[PATH_MAX + 32];
-		if (abs_spec(b->hdd, abs, sizeof(abs)))
+		if (cli_abs_spec(b->hdd, abs, sizeof(abs)))
 			return -1;
 		snprintf(devarg, sizeof(devarg), "dev=%s", abs);
 		snprintf(maxsz, sizeof(maxsz), "cache-max-size=%" PRIu64, b->cache_data);
@@ -239,7 +221,7 @@ static int server_start(struct bench *b, const struct target *t)
 	fflush(NULL);
 	pid_t pid = fork();
 	if (pid < 0) {
-		bench_err("fork: %s", strerror(errno));
+		cli_err("fork: %s", strerror(errno));
 		return -1;
 	}
 	if (pid == 0) {
@@ -262,7 +244,7 @@ static int server_start(struct bench *b, const struct target *t)
 		int st;
 		if (waitpid(pid, &st, WNOHANG) == pid) {
 			b->server = 0;
-			bench_err("%s: the server did not start; the end of its log (%s):", t->name,
+			cli_err("%s: the server did not start; the end of its log (%s):", t->name,
 				log);
 			tail_file(log, 12);
 			return -1;
@@ -277,7 +259,7 @@ static int server_start(struct bench *b, const struct target *t)
 		nanosleep(&(struct timespec){ .tv_nsec = 100000000 }, NULL);
 	}
 	if (!interrupted)
-		bench_err("%s: the server did not answer within 60 s; its log: %s", t->name, log);
+		cli_err("%s: the server did not answer within 60 s; its log: %s", t->name, log);
 	return -1;
 }
 
@@ -323,7 +305,7 @@ static void cmd_failed(const struct bench *b, const char *what, const char *dev,
 {
 	char log[PATH_MAX + 32];
 	snprintf(log, sizeof(log), "%s/logs/commands.log", b->outdir);
-	bench_err("%s %s failed:", what, dev);
+	cli_err("%s %s failed:", what, dev);
 	tail_file(log, 3);
 	/* A refusal to overwrite data: say how the bench gets past it. */
 	bool refused = false;
@@ -424,7 +406,7 @@ static struct result *new_result(struct bench *b)
 		b->capres = b->capres ? 2 * b->capres : 64;
 		b->res = realloc(b->res, b->capres * sizeof(*b->res));
 		if (!b->res) {
-			bench_err("out of memory");
+			cli_err("out of memory");
 			exit(BENCH_FAIL);
 		}
 	}
@@ -497,7 +479,7 @@ int bench_target(struct bench *b, int ti)
 				if (!server_alive(b)) {
 					char log[PATH_MAX + 32];
 					log_path(b, t, log, sizeof(log));
-					bench_err("%s: the server died; the end of its log (%s):", t->name,
+					cli_err("%s: the server died; the end of its log (%s):", t->name,
 						log);
 					tail_file(log, 12);
 					return -1;
@@ -514,7 +496,7 @@ int bench_target(struct bench *b, int ti)
 		}
 	}
 	if (server_stop(b) && !interrupted)
-		bench_warn("%s: the server did not stop cleanly; see its log", t->name);
+		cli_warn("%s: the server did not stop cleanly; see its log", t->name);
 	return failed;
 }
 
@@ -603,7 +585,7 @@ static int find_fio_dir(struct bench *b)
 		if (access(p, R_OK) == 0 && realpath(cand[i], b->fio_dir))
 			return 0;
 	}
-	bench_err("the fio job files (bench/fio/*.fio) were not found%s%s; give --fio-dir",
+	cli_err("the fio job files (bench/fio/*.fio) were not found%s%s; give --fio-dir",
 		b->fio_dir_opt ? " in " : "", b->fio_dir_opt ? b->fio_dir_opt : "");
 	return -1;
 }
@@ -612,21 +594,21 @@ int setup(struct bench *b)
 {
 	if (find_beside("TC_TIERCACHE", "../../src/cli/tiercache", TC_TIERCACHE_INSTALLED,
 			b->tiercache, sizeof(b->tiercache))) {
-		bench_err("the tiercache command: %s (set TC_TIERCACHE)", strerror(ENAMETOOLONG));
+		cli_err("the tiercache command: %s (set TC_TIERCACHE)", strerror(ENAMETOOLONG));
 		return -1;
 	}
 	if (access(b->tiercache, X_OK) < 0) {
-		bench_err("the tiercache command %s: %s (set TC_TIERCACHE)", b->tiercache,
+		cli_err("the tiercache command %s: %s (set TC_TIERCACHE)", b->tiercache,
 			  strerror(errno));
 		return -1;
 	}
 	if (find_beside("TC_NBDKIT_PLUGIN", "../../src/nbd/nbdkit-tiercache-plugin.so",
 			TC_PLUGIN_INSTALLED, b->plugin, sizeof(b->plugin))) {
-		bench_err("the nbdkit plugin: %s (set TC_NBDKIT_PLUGIN)", strerror(ENAMETOOLONG));
+		cli_err("the nbdkit plugin: %s (set TC_NBDKIT_PLUGIN)", strerror(ENAMETOOLONG));
 		return -1;
 	}
 	if (access(b->plugin, R_OK) < 0) {
-		bench_err("nbdkit plugin %s: %s (set TC_NBDKIT_PLUGIN)", b->plugin, strerror(errno));
+		cli_err("nbdkit plugin %s: %s (set TC_NBDKIT_PLUGIN)", b->plugin, strerror(errno));
 		return -1;
 	}
 	if (find_fio_dir(b))
@@ -635,7 +617,7 @@ int setup(struct bench *b)
 			   getenv("TMPDIR") && *getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp";
 	snprintf(b->tmp, sizeof(b->tmp), "%s/tiercache-bench.XXXXXX", base);
 	if (!mkdtemp(b->tmp)) {
-		bench_err("cannot make a temporary folder in %s: %s", base, strerror(errno));
+		cli_err("cannot make a temporary folder in %s: %s", base, strerror(errno));
 		b->tmp[0] = 0;
 		return -1;
 	}
@@ -646,11 +628,11 @@ int setup(struct bench *b)
 	snprintf(b->ctl, sizeof(b->ctl), "%s/control.sock", b->tmp);
 	if (b->out) {
 		if (mkdir_p(b->out)) {
-			bench_err("--out %s: %s", b->out, strerror(errno));
+			cli_err("--out %s: %s", b->out, strerror(errno));
 			return -1;
 		}
 		if (!realpath(b->out, abs) || strlen(abs) >= sizeof(b->outdir)) {
-			bench_err("--out %s: %s", b->out, strerror(errno ? errno : ENAMETOOLONG));
+			cli_err("--out %s: %s", b->out, strerror(errno ? errno : ENAMETOOLONG));
 			return -1;
 		}
 		snprintf(b->outdir, sizeof(b->outdir), "%s", abs);
@@ -662,19 +644,19 @@ int setup(struct bench *b)
 		char d[PATH_MAX + 16];
 		snprintf(d, sizeof(d), "%s%s", b->outdir, sub[i]);
 		if (mkdir_p(d)) {
-			bench_err("%s: %s", d, strerror(errno));
+			cli_err("%s: %s", d, strerror(errno));
 			return -1;
 		}
 	}
 	tool_version(b, b->fio, b->fio_version, sizeof(b->fio_version));
 	if (!b->fio_version[0]) {
-		bench_err("%s does not run: install fio (with its nbd engine)", b->fio);
+		cli_err("%s does not run: install fio (with its nbd engine)", b->fio);
 		return -1;
 	}
 	/* nbdkit serves every target (`tiercache serve` runs it too). */
 	tool_version(b, b->nbdkit, b->nbdkit_version, sizeof(b->nbdkit_version));
 	if (!b->nbdkit_version[0]) {
-		bench_err("%s does not run: install nbdkit", b->nbdkit);
+		cli_err("%s does not run: install nbdkit", b->nbdkit);
 		return -1;
 	}
 	/* Devices. */
@@ -689,7 +671,7 @@ int setup(struct bench *b)
 		else
 			snprintf(d, sizeof(d), ".");
 		if (!realpath(d, b->ssd_dir)) {
-			bench_err("--ssd %s: its folder: %s", b->ssd, strerror(errno));
+			cli_err("--ssd %s: its folder: %s", b->ssd, strerror(errno));
 			return -1;
 		}
 	} else {
@@ -717,12 +699,12 @@ int setup(struct bench *b)
 		want = (want + (1ull << 30) - 1) & ~((1ull << 30) - 1);
 		b->hdd_size = hs ? hs : want;
 		if (b->hdd_size < b->area + (2ull << 20)) {
-			bench_usage("--hdd-size %" PRIu64 " is smaller than the area plus 2 MiB",
+			cli_usage("--hdd-size %" PRIu64 " is smaller than the area plus 2 MiB",
 				  b->hdd_size);
 			return -2;
 		}
 	} else if (b->area > b->vol_size) {
-		bench_usage("--area %" PRIu64 " is larger than the volume on %s (%" PRIu64 " bytes)",
+		cli_usage("--area %" PRIu64 " is larger than the volume on %s (%" PRIu64 " bytes)",
 			  b->area, b->hdd, b->vol_size);
 		return -2;
 	}

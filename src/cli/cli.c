@@ -15,12 +15,21 @@
 #include "ctl.h"
 
 const char *cli_cmd_name = "";
+const char *cli_prog_name = "tiercache";
+
+/* "tiercache CMD" (or the program's own name when another program uses these). */
+static const char *who(char *buf, size_t len)
+{
+	snprintf(buf, len, "%s%s%s", cli_prog_name, cli_cmd_name[0] ? " " : "", cli_cmd_name);
+	return buf;
+}
 
 static void vmsg(const char *kind, const char *fmt, va_list ap)
 {
 	char buf[2048];
 	vsnprintf(buf, sizeof(buf), fmt, ap);
-	fprintf(stderr, "tiercache %s: %s%s\n", cli_cmd_name, kind, buf);
+	char w[128];
+	fprintf(stderr, "%s: %s%s\n", who(w, sizeof(w)), kind, buf);
 }
 
 void cli_err(const char *fmt, ...)
@@ -45,7 +54,8 @@ int cli_usage(const char *fmt, ...)
 	va_start(ap, fmt);
 	vmsg("", fmt, ap);
 	va_end(ap);
-	fprintf(stderr, "Try `tiercache %s --help`.\n", cli_cmd_name);
+	char w[128];
+	fprintf(stderr, "Try `%s --help`.\n", who(w, sizeof(w)));
 	return TC_EXIT_USAGE;
 }
 
@@ -104,7 +114,8 @@ static void log_sink(void *opaque, enum tc_log_level level, const char *msg)
 		return;
 	const char *kind = level == TC_LOG_ERROR ? "error: " :
 			   level == TC_LOG_WARN ? "warning: " : "";
-	fprintf(stderr, "tiercache %s: %s%s\n", cli_cmd_name, kind, msg);
+	char w[128];
+	fprintf(stderr, "%s: %s%s\n", who(w, sizeof(w)), kind, msg);
 }
 
 tc_ctx *cli_ctx(bool verbose)
@@ -119,22 +130,6 @@ tc_ctx *cli_ctx(bool verbose)
 	}
 	tc_ctx_set_log(ctx, log_sink, NULL, o.log_level);
 	return ctx;
-}
-
-const char *cli_human(uint64_t b, char *buf, size_t len)
-{
-	static const char *u[] = { "B", "KiB", "MiB", "GiB", "TiB", "PiB" };
-	double v = (double)b;
-	unsigned i = 0;
-	while (v >= 1024 && i < 5) {
-		v /= 1024;
-		i++;
-	}
-	if (i == 0)
-		snprintf(buf, len, "%" PRIu64 " B", b);
-	else
-		snprintf(buf, len, "%.1f %s", v, u[i]);
-	return buf;
 }
 
 bool cli_isatty_err(void)

@@ -47,6 +47,9 @@ int cmd_replay(int argc, char **argv);
 
 /* The name of the running subcommand ("create", ...), for messages. */
 extern const char *cli_cmd_name;
+/* The program messages name first: "tiercache" (tc-bench-nbd, which shares these
+ * helpers, sets its own). */
+extern const char *cli_prog_name;
 
 /* cli_err - "tiercache CMD: error: ..." on stderr. */
 void cli_err(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
@@ -71,9 +74,6 @@ int cli_uint(const char *opt, const char *arg, uint64_t lo, uint64_t hi, uint64_
 /* cli_ctx - a threaded context whose log sink prints "tiercache CMD: ..." to stderr
  * (errors and warnings; info too with @verbose).  Exits with TC_EXIT_FAIL on failure. */
 tc_ctx *cli_ctx(bool verbose);
-
-/* cli_human - "1.5 GiB" style rendering of @bytes into @buf. */
-const char *cli_human(uint64_t bytes, char *buf, size_t len);
 
 /* cli_abs_spec - @spec ("PATH", "crash:PATH", "emu:PROFILE:PATH") with its path made
  * absolute, into @buf (a remote spec, "nbd:URI", is copied as it is; the file behind

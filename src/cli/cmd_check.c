@@ -79,7 +79,7 @@ static bool check_one(tc_ctx *ctx, const char *spec, json_object *o, bool print)
 		json_object_object_add(o, "settings", ctl_settings_json(&p->settings));
 		if (print)
 			printf("%s: backing of volume \"%s\", %s, %s%s, write policy %s: ok\n",
-			       spec, p->name, cli_human(p->volume_size, hb, sizeof(hb)),
+			       spec, p->name, tc_size_format(p->volume_size, hb, sizeof(hb)),
 			       p->cache_uuid[0] ? "attached to cache " : "no cache",
 			       p->cache_uuid, tc_write_policy_name(p->settings.write_policy));
 	} else if (p->kind == TC_PROBE_CACHE || (p->kind == TC_PROBE_UNKNOWN &&
@@ -125,7 +125,7 @@ static bool check_one(tc_ctx *ctx, const char *spec, json_object *o, bool print)
 		if (print) {
 			printf("%s: cache %s, %" PRIu64 " lines of %s, %" PRIu64 " used, %" PRIu64
 			       " dirty, %s shutdown, checksums %s\n", spec, p->uuid, p->lines,
-			       cli_human(p->line_size, hb, sizeof(hb)), rep->lines_used,
+			       tc_size_format(p->line_size, hb, sizeof(hb)), rep->lines_used,
 			       rep->lines_dirty, p->clean_shutdown ? "clean" : "not a clean",
 			       p->checksums ? "on" : "off");
 			printf("  superblock copies ok: %u of 2\n", rep->sb_copies_ok);
@@ -138,9 +138,9 @@ static bool check_one(tc_ctx *ctx, const char *spec, json_object *o, bool print)
 			for (unsigned i = 0; i < rep->nvolumes; i++)
 				printf("  volume \"%s\": %s, dirty %s, cached %s\n",
 				       rep->volumes[i].name,
-				       cli_human(rep->volumes[i].size, hb, sizeof(hb)),
-				       cli_human(rep->volumes[i].dirty_bytes, hb2, sizeof(hb2)),
-				       cli_human(rep->volumes[i].cached_bytes, (char[32]){0}, 32));
+				       tc_size_format(rep->volumes[i].size, hb, sizeof(hb)),
+				       tc_size_format(rep->volumes[i].dirty_bytes, hb2, sizeof(hb2)),
+				       tc_size_format(rep->volumes[i].cached_bytes, (char[32]){0}, 32));
 			printf("  %s\n", healthy ? "ok" : r ? "DAMAGED: the cache will not open" :
 			       "DAMAGED: covered by the other copies, the cache opens");
 		}

@@ -125,7 +125,7 @@ static int check_overwrite(tc_ctx *ctx, tc_dev *dev, const char *spec,
 			cli_err("device %s: holds cache %s with %s of dirty data (volumes %s); "
 				"formatting would lose it.  Detach the volumes first (tiercache "
 				"detach), or give --discard-dirty to throw the data away", spec,
-				p->uuid, cli_human(dirty, hb, sizeof(hb)), names);
+				p->uuid, tc_size_format(dirty, hb, sizeof(hb)), names);
 			return 1;
 		}
 		if (r && !discard_dirty) {
@@ -315,11 +315,11 @@ int cmd_create(int argc, char **argv)
 			printf(",\"line_size\":%u,\"lines\":%" PRIu64 "}\n", p.line_size, p.lines);
 	} else if (backing) {
 		printf("backing %s: volume \"%s\", %s, uuid %s\n", spec, p.name,
-		       cli_human(p.volume_size, hb, sizeof(hb)), p.uuid);
+		       tc_size_format(p.volume_size, hb, sizeof(hb)), p.uuid);
 	} else {
 		printf("cache %s: %" PRIu64 " lines of %s (%s), uuid %s\n", spec, p.lines,
-		       cli_human(p.line_size, hb, sizeof(hb)),
-		       cli_human(p.lines * p.line_size, (char[32]){0}, 32), p.uuid);
+		       tc_size_format(p.line_size, hb, sizeof(hb)),
+		       tc_size_format(p.lines * p.line_size, (char[32]){0}, 32), p.uuid);
 	}
 	rc = TC_EXIT_OK;
 out:

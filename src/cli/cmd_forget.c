@@ -163,7 +163,7 @@ int cmd_forget(int argc, char **argv)
 	if (known && whole && dirty && !discard) {
 		cli_err("cache %s can still be read and holds %s of dirty data of volume \"%s\": "
 			"serve both devices and `tiercache flush %s` (or detach), or give "
-			"--discard-dirty to lose it", cache, cli_human(dirty, hb, sizeof(hb)),
+			"--discard-dirty to lose it", cache, tc_size_format(dirty, hb, sizeof(hb)),
 			p.name, p.name);
 		goto out;
 	}
@@ -190,7 +190,7 @@ int cmd_forget(int argc, char **argv)
 		       "alone or attached to a new cache\n", p.name, spec, uuid);
 		if (known)
 			printf("dirty data lost: %s, as the cache's metadata last recorded it\n",
-			       cli_human(dirty, hb, sizeof(hb)));
+			       tc_size_format(dirty, hb, sizeof(hb)));
 		else if (p.settings.write_policy == TC_WP_WB)
 			printf("dirty data lost: not known (write-back; give --cache DEVICE if the "
 			       "old cache can still be read)\n");

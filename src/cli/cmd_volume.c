@@ -243,7 +243,7 @@ static int show_progress(void *opaque, uint64_t left, uint64_t start)
 		char a[32], b[32];
 		unsigned pct = start ? (unsigned)(100 - left * 100 / start) : 100;
 		fprintf(stderr, "\r%s: %3u%%  %s of %s dirty left   ", what, pct,
-			cli_human(left, a, sizeof(a)), cli_human(start, b, sizeof(b)));
+			tc_size_format(left, a, sizeof(a)), tc_size_format(start, b, sizeof(b)));
 	}
 	return interrupted;
 }
@@ -429,7 +429,7 @@ static void print_settings(const char *vol, json_object *s)
 	if (!strcmp(cli_jstr(s, "admission"), "nhit"))
 		printf(":%" PRIu64, cli_ju64(s, "nhit"));
 	printf(", fill %s, seq cutoff %s\n", cli_jstr(s, "fill"),
-	       cli_human(cli_ju64(s, "seq_cutoff"), hb, sizeof(hb)));
+	       tc_size_format(cli_ju64(s, "seq_cutoff"), hb, sizeof(hb)));
 }
 
 static void print_json(json_object *o)
@@ -512,14 +512,14 @@ static void status_volume_row(struct table *t, json_object *v)
 		json_object_object_get_ex(s, "read_cache", &rc);
 	bool absent = !strcmp(cli_jstr(v, "state"), "no-backing");
 	snprintf(rate, sizeof(rate), "%s/s",
-		 cli_human(cli_ju64(v, "writeback_rate"), c, sizeof(c)));
+		 tc_size_format(cli_ju64(v, "writeback_rate"), c, sizeof(c)));
 	const char *row[] = {
-		cli_jstr(v, "name"), cli_human(cli_ju64(v, "size"), a, sizeof(a)),
+		cli_jstr(v, "name"), tc_size_format(cli_ju64(v, "size"), a, sizeof(a)),
 		cli_jstr(v, "state"),
 		has ? cli_jstr(s, "write_policy") : "-",
 		has ? (json_object_get_boolean(rc) ? "on" : "off") : "-",
 		has ? cli_jstr(s, "flush_rate") : "-",
-		cli_human(cli_ju64(v, "dirty_bytes"), b, sizeof(b)),
+		tc_size_format(cli_ju64(v, "dirty_bytes"), b, sizeof(b)),
 		has && !absent ? rate : "-", json_object_get_boolean(fb) ? "yes" : "no",
 		cli_jstr(v, "cache"),
 	};
@@ -556,8 +556,8 @@ static void print_status(json_object *res, struct vopts *o)
 		snprintf(n2, sizeof(n2), "%" PRIu64, cli_ju64(c, "lines_used"));
 		snprintf(n3, sizeof(n3), "%" PRIu64, cli_ju64(c, "lines_dirty"));
 		table_row(&ct, (const char *[]){ cli_jstr(c, "device"),
-			cli_human(cli_ju64(c, "line_size"), a, sizeof(a)), n1, n2, n3,
-			cli_human(cli_ju64(c, "dirty_bytes"), b, sizeof(b)) });
+			tc_size_format(cli_ju64(c, "line_size"), a, sizeof(a)), n1, n2, n3,
+			tc_size_format(cli_ju64(c, "dirty_bytes"), b, sizeof(b)) });
 	}
 	printf("\n");
 	table_print(&ct);
@@ -598,7 +598,7 @@ static void print_flush(json_object *res, struct vopts *o)
 		return;
 	}
 	printf("flushed %s; dirty now %" PRIu64 " bytes\n",
-	       cli_human(cli_ju64(res, "dirty_bytes_before"), a, sizeof(a)),
+	       tc_size_format(cli_ju64(res, "dirty_bytes_before"), a, sizeof(a)),
 	       cli_ju64(res, "dirty_bytes"));
 }
 
@@ -609,7 +609,7 @@ static void print_detach(json_object *res, struct vopts *o)
 	       o->ndevices ? "" : "");
 	if (cli_ju64(res, "dirty_bytes_discarded"))
 		printf(", %s of dirty data discarded",
-		       cli_human(cli_ju64(res, "dirty_bytes_discarded"), a, sizeof(a)));
+		       tc_size_format(cli_ju64(res, "dirty_bytes_discarded"), a, sizeof(a)));
 	printf("\n");
 }
 

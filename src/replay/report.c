@@ -9,23 +9,6 @@
 
 #include "report.h"
 
-/* "1.5 GiB" style rendering of @b bytes into @buf. */
-static const char *human(uint64_t b, char *buf, size_t len)
-{
-	static const char *u[] = { "B", "KiB", "MiB", "GiB", "TiB", "PiB" };
-	double v = (double)b;
-	unsigned i = 0;
-	while (v >= 1024 && i < 5) {
-		v /= 1024;
-		i++;
-	}
-	if (i == 0)
-		snprintf(buf, len, "%" PRIu64 " B", b);
-	else
-		snprintf(buf, len, "%.1f %s", v, u[i]);
-	return buf;
-}
-
 /* ------------------------------------------------------------------------------------
  * Figures.
  */
@@ -132,7 +115,7 @@ void report_print_trace(const struct trace *t, const struct replay_map *m,
 	printf(", %s)\n", t->comp == RSTREAM_COMP_NONE ? "uncompressed" : rstream_comp_name(t->comp));
 	printf("          %zu requests (%.1f %% reads), %s read, %s written, %.1f s of trace "
 	       "time\n", t->n, 100.0 * (double)t->reads / (double)t->n,
-	       human(t->read_bytes, h1, sizeof(h1)), human(t->write_bytes, h2, sizeof(h2)),
+	       tc_size_format(t->read_bytes, h1, sizeof(h1)), tc_size_format(t->write_bytes, h2, sizeof(h2)),
 	       (double)t->duration_ns / 1e9);
 	printf("          %" PRIu64 " records; skipped: %" PRIu64 " other commands, %" PRIu64
 	       " empty, %" PRIu64 " other volumes, %" PRIu64 " malformed; %" PRIu64
@@ -145,8 +128,8 @@ void report_print_trace(const struct trace *t, const struct replay_map *m,
 	       "(extents %s); %" PRIu64 " requests folded; footprint %s\n",
 	       m->regions, m->regions == 1 ? "" : "s", t->nvols,
 	       c->trace_volume ? ": " : "", c->trace_volume ? c->trace_volume : "",
-	       human(m->total, h1, sizeof(h1)), human(m->extent, h2, sizeof(h2)),
-	       m->folded, human(m->footprint, h3, sizeof(h3)));
+	       tc_size_format(m->total, h1, sizeof(h1)), tc_size_format(m->extent, h2, sizeof(h2)),
+	       m->folded, tc_size_format(m->footprint, h3, sizeof(h3)));
 }
 
 static void print_lat_row(const char *name, const struct hist *h)
@@ -175,8 +158,8 @@ void report_print_result(const struct replay_result *r, const struct replay_map 
 	figures_of(r, &f);
 	if (r->library)
 		printf("cache     %s (%" PRIu64 " lines of %s, %.1f %% of the footprint) on %s "
-		       "devices; %s, %s\n", human(r->cache_bytes, h1, sizeof(h1)),
-		       r->cache_lines, human(r->line_size, h2, sizeof(h2)),
+		       "devices; %s, %s\n", tc_size_format(r->cache_bytes, h1, sizeof(h1)),
+		       r->cache_lines, tc_size_format(r->line_size, h2, sizeof(h2)),
 		       100 * fraction_of(r, m), r->devices,
 		       tc_write_policy_name(c->ro->settings.write_policy),
 		       tc_replacement_name(c->ro->cache.replacement));
@@ -193,9 +176,9 @@ void report_print_result(const struct replay_result *r, const struct replay_map 
 	printf("               %12s %12s %12s\n", "read", "write", "all");
 	printf("requests       %12" PRIu64 " %12" PRIu64 " %12" PRIu64 "\n", r->reads, r->writes,
 	       r->requests);
-	printf("bytes          %12s %12s %12s\n", human(r->read_bytes, h1, sizeof(h1)),
-	       human(r->write_bytes, h2, sizeof(h2)),
-	       human(r->read_bytes + r->write_bytes, h3, sizeof(h3)));
+	printf("bytes          %12s %12s %12s\n", tc_size_format(r->read_bytes, h1, sizeof(h1)),
+	       tc_size_format(r->write_bytes, h2, sizeof(h2)),
+	       tc_size_format(r->read_bytes + r->write_bytes, h3, sizeof(h3)));
 	printf("hit ratio      %12s %12s %12s   (requests wholly in cache)\n",
 	       ratio_text(f.read_hit, a[0], 16), ratio_text(f.write_hit, a[1], 16),
 	       ratio_text(f.hit, a[2], 16));
@@ -210,7 +193,7 @@ void report_print_result(const struct replay_result *r, const struct replay_map 
 		       r->library && strcmp(r->devices, "emu") ? ": these devices take none" : "");
 	else
 		printf("IOPS           %.1f over %.3f s; %s/s\n", f.iops, (double)r->elapsed_ns / 1e9,
-		       human((uint64_t)f.bps, h1, sizeof(h1)));
+		       tc_size_format((uint64_t)f.bps, h1, sizeof(h1)));
 	printf("errors         %" PRIu64 "; late submissions %" PRIu64 "\n\n", r->errors, r->late);
 
 	printf("latency  %10s %10s %10s %10s %10s %10s\n", "mean", "p50", "p90", "p99", "p99.9",
@@ -249,16 +232,16 @@ void report_print_result(const struct replay_result *r, const struct replay_map 
 		printf("\nengine    %" PRIu64 " promotions, %" PRIu64 " evictions, %" PRIu64
 		       " sequential bypasses, %" PRIu64 " admission bypasses; cached %s\n",
 		       vs->promotions, vs->evictions, vs->bypassed_seq, vs->bypassed_admission,
-		       human(vs->cached_bytes, h1, sizeof(h1)));
+		       tc_size_format(vs->cached_bytes, h1, sizeof(h1)));
 		printf("dirty     peak %s, at the end %s; written back %s in %" PRIu64 " I/Os\n",
-		       human(r->dirty_peak, h1, sizeof(h1)), human(r->dirty_end, h2, sizeof(h2)),
-		       human(vs->writeback_bytes, h3, sizeof(h3)), vs->writeback_ios);
+		       tc_size_format(r->dirty_peak, h1, sizeof(h1)), tc_size_format(r->dirty_end, h2, sizeof(h2)),
+		       tc_size_format(vs->writeback_bytes, h3, sizeof(h3)), vs->writeback_ios);
 		printf("backing   %" PRIu64 " reads (%s), %" PRIu64 " writes (%s)\n", r->backing.reads,
-		       human(r->backing.bytes_read, h1, sizeof(h1)), r->backing.writes,
-		       human(r->backing.bytes_written, h2, sizeof(h2)));
+		       tc_size_format(r->backing.bytes_read, h1, sizeof(h1)), r->backing.writes,
+		       tc_size_format(r->backing.bytes_written, h2, sizeof(h2)));
 		printf("cache dev %" PRIu64 " reads (%s), %" PRIu64 " writes (%s)\n", r->cache.reads,
-		       human(r->cache.bytes_read, h3, sizeof(h3)), r->cache.writes,
-		       human(r->cache.bytes_written, h4, sizeof(h4)));
+		       tc_size_format(r->cache.bytes_read, h3, sizeof(h3)), r->cache.writes,
+		       tc_size_format(r->cache.bytes_written, h4, sizeof(h4)));
 	}
 	double ws = (double)r->replay_wall_ns / 1e9;
 	printf("replay    %.2f s wall (%.2f s with setup), %.0f requests/s", ws,
@@ -476,7 +459,7 @@ void report_print_mrc_head(const struct report_cfg *c)
 	printf("\nmiss-ratio curve (%s, %s, %s lines; miss = 1 - hit)\n",
 	       tc_write_policy_name(c->ro->settings.write_policy),
 	       tc_replacement_name(c->ro->cache.replacement),
-	       human(c->ro->cache.line_size, h, sizeof(h)));
+	       tc_size_format(c->ro->cache.line_size, h, sizeof(h)));
 	printf("  %-8s %12s %8s %9s %10s %10s %10s %10s\n", "size", "cache", "of fp",
 	       "miss", "read miss", "byte miss", "line miss", "p99 lat");
 	fflush(stdout);
@@ -490,7 +473,7 @@ void report_print_mrc_row(const char *size, const struct replay_result *r,
 
 	figures_of(r, &f);
 	printf("  %-8s %12s %7.1f%% %9s %10s %10s %10s %10s\n", size,
-	       human(r->cache_bytes, h, sizeof(h)),
+	       tc_size_format(r->cache_bytes, h, sizeof(h)),
 	       100 * fraction_of(r, m), ratio_text(1 - f.hit, a[0], 16),
 	       ratio_text(1 - f.read_hit, a[1], 16),
 	       ratio_text(1 - f.byte_hit, a[2], 16),
