@@ -87,6 +87,10 @@ void tc_ctx_set_log(tc_ctx *ctx, tc_log_fn fn, void *opaque, enum tc_log_level l
 void tc_log(tc_ctx *ctx, enum tc_log_level level, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
 
+/* tc_monotonic_ns - CLOCK_MONOTONIC in ns: the clock of threaded contexts, for front
+ * ends timing what they do (progress, elapsed times).  Thread-safe. */
+uint64_t tc_monotonic_ns(void);
+
 /* tc_ctx_now - current time in ns: CLOCK_MONOTONIC (threaded) or the virtual clock. */
 uint64_t tc_ctx_now(tc_ctx *ctx);
 

@@ -81,7 +81,7 @@ static uint64_t splitmix64_mix(uint64_t z)
 	return z ^ (z >> 31);
 }
 
-static uint64_t monotonic_ns(void)
+uint64_t tc_monotonic_ns(void)
 {
 	struct timespec ts;
 
@@ -182,7 +182,7 @@ static struct tc_timer *timer_pop_due(tc_ctx *ctx, uint64_t now)
  * them. */
 static bool worker_run_one(tc_ctx *ctx)
 {
-	struct tc_timer *t = timer_pop_due(ctx, monotonic_ns());
+	struct tc_timer *t = timer_pop_due(ctx, tc_monotonic_ns());
 	struct tc_work *w;
 
 	if (t) {
@@ -209,7 +209,7 @@ static bool worker_run_one(tc_ctx *ctx)
 /* Sleep on work_cond until the next timer deadline, at most @max_ns. */
 static void worker_sleep(tc_ctx *ctx, uint64_t max_ns)
 {
-	uint64_t now = monotonic_ns();
+	uint64_t now = tc_monotonic_ns();
 	uint64_t until = max_ns == UINT64_MAX ? UINT64_MAX : now + max_ns;
 	struct timespec ts;
 
@@ -269,7 +269,7 @@ int tc_ctx_new(const struct tc_ctx_opts *opts, tc_ctx **out)
 		atomic_init(&ctx->rand_state, splitmix64_mix(opts->seed + SPLITMIX_GAMMA));
 	} else {
 		atomic_init(&ctx->rand_state,
-			    splitmix64_mix(monotonic_ns() ^ (uint64_t)(uintptr_t)ctx));
+			    splitmix64_mix(tc_monotonic_ns() ^ (uint64_t)(uintptr_t)ctx));
 	}
 	atomic_init(&ctx->vclock, 0);
 
@@ -339,7 +339,7 @@ uint64_t tc_ctx_now(tc_ctx *ctx)
 {
 	if (ctx->mode == TC_CTX_DETERMINISTIC)
 		return atomic_load(&ctx->vclock);
-	return monotonic_ns();
+	return tc_monotonic_ns();
 }
 
 int tc_ctx_advance(tc_ctx *ctx, uint64_t ns)
@@ -521,7 +521,7 @@ int tc_ctx_wait_until(tc_ctx *ctx, const volatile bool *flag)
 	 * the check and the wait cannot be lost. */
 	pthread_mutex_lock(&ctx->lock);
 	while (!flag_set(flag)) {
-		struct timespec ts = ns_to_timespec(monotonic_ns() + CTX_WAIT_SLICE_NS);
+		struct timespec ts = ns_to_timespec(tc_monotonic_ns() + CTX_WAIT_SLICE_NS);
 		uint64_t gen = ctx->wake_gen;
 
 		while (gen == ctx->wake_gen && !flag_set(flag)) {

@@ -15,6 +15,7 @@
 
 #include "bench.h"
 #include "ctl.h"
+#include "ctl_path.h"
 #include "tiercache.h"
 
 #ifndef TC_TIERCACHE_INSTALLED
@@ -518,24 +519,6 @@ void cleanup(struct bench *b)
 	}
 }
 
-static int mkdir_p(const char *path)
-{
-	char d[PATH_MAX];
-	snprintf(d, sizeof(d), "%s", path);
-	for (char *p = d + 1;; p++) {
-		if (*p == '/' || !*p) {
-			char save = *p;
-			*p = 0;
-			if (mkdir(d, 0755) < 0 && errno != EEXIST)
-				return -errno;
-			if (!save)
-				break;
-			*p = save;
-		}
-	}
-	return 0;
-}
-
 /* First line of `PROG --version` into @buf ("" if it does not run). */
 static void tool_version(struct bench *b, const char *prog, char *buf, size_t len)
 {
@@ -627,7 +610,7 @@ int setup(struct bench *b)
 	snprintf(b->sock, sizeof(b->sock), "%s/nbd.sock", b->tmp);
 	snprintf(b->ctl, sizeof(b->ctl), "%s/control.sock", b->tmp);
 	if (b->out) {
-		if (mkdir_p(b->out)) {
+		if (ctl_mkdir_p(b->out)) {
 			cli_err("--out %s: %s", b->out, strerror(errno));
 			return -1;
 		}
@@ -643,7 +626,7 @@ int setup(struct bench *b)
 	for (int i = 0; i < 4; i++) {
 		char d[PATH_MAX + 16];
 		snprintf(d, sizeof(d), "%s%s", b->outdir, sub[i]);
-		if (mkdir_p(d)) {
+		if (ctl_mkdir_p(d)) {
 			cli_err("%s: %s", d, strerror(errno));
 			return -1;
 		}

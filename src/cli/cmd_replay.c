@@ -301,18 +301,10 @@ struct bar {
 	bool drawn;
 };
 
-static uint64_t wall_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
 static void bar_draw(void *opaque, uint64_t done, uint64_t total, uint64_t clock_ns)
 {
 	struct bar *b = opaque;
-	uint64_t now = wall_ns();
+	uint64_t now = tc_monotonic_ns();
 
 	if (!b->on || (now - b->last_ns < 100000000ull && done < total))
 		return;

@@ -14,4 +14,8 @@
  */
 int ctl_make_parent(const char *path);
 
+/* ctl_mkdir_p - `mkdir -p @path`: @path and every missing folder above it, mode 0755.
+ * Returns 0 (also when it exists), or -errno of the mkdir that failed, or -ENOMEM. */
+int ctl_mkdir_p(const char *path);
+
 #endif /* TC_CTL_PATH_H */

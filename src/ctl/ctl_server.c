@@ -46,13 +46,6 @@ struct ctl_conn {
 	struct ctl_conn *next;
 };
 
-static uint64_t now_ns(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
 /* Progress of a long operation: a line at most every 200 ms; interrupt when the
  * client has gone or the server stops. */
 static int conn_progress(void *opaque, uint64_t left, uint64_t start)
@@ -63,7 +56,7 @@ static int conn_progress(void *opaque, uint64_t left, uint64_t start)
 	struct pollfd p = { .fd = c->fd, .events = POLLRDHUP };
 	if (poll(&p, 1, 0) > 0 && (p.revents & (POLLRDHUP | POLLHUP | POLLERR)))
 		return 1;
-	uint64_t now = now_ns();
+	uint64_t now = tc_monotonic_ns();
 	if (now - c->last_progress_ns >= 200000000u) {
 		c->last_progress_ns = now;
 		json_object *o = json_object_new_object(), *p2 = json_object_new_object();
@@ -105,7 +98,7 @@ static void *conn_main(void *arg)
 			srv->power_cut(srv->opaque);
 			break;
 		}
-		c->last_progress_ns = now_ns();
+		c->last_progress_ns = tc_monotonic_ns();
 		json_object *resp = ctl_execute(srv->host, req, conn_progress, c);
 		json_object_put(req);
 		int r = ctl_send(c->fd, resp);

@@ -30,14 +30,6 @@
 #define LATE_NS 1000000ull           /* NBD timed mode: late when submitted >= 1 ms after
 				      * its arrival time */
 
-static uint64_t mono_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
 static uint64_t round_up(uint64_t v, uint64_t a)
 {
 	return (v + a - 1) / a * a;
@@ -611,9 +603,9 @@ static int lib_run(struct replay *p)
 	res->cache_lines = cs.lines;
 	res->cache_bytes = cs.lines * cs.line_size;
 
-	uint64_t w0 = mono_ns();
+	uint64_t w0 = tc_monotonic_ns();
 	r = lib_loop(p);
-	res->replay_wall_ns = mono_ns() - w0;
+	res->replay_wall_ns = tc_monotonic_ns() - w0;
 	if (r == 0 || p->inflight == 0) {
 		if (!p->measuring)
 			lib_measure_begin(p, tc_ctx_now(p->ctx));
@@ -718,7 +710,7 @@ static int nbd_cb(void *user_data, int *error)
 {
 	struct slot *s = user_data;
 
-	slot_done(s->rp, s, *error ? -*error : 0, mono_ns());
+	slot_done(s->rp, s, *error ? -*error : 0, tc_monotonic_ns());
 	return 1;     /* retire the command */
 }
 
@@ -754,7 +746,7 @@ static int nbd_submit(struct replay *p, uint64_t t_start, uint64_t now)
 			       nbd_aio_pread(h, p->rbuf, s->len, off, cb, 0);
 	if (c == -1) {
 		/* Not issued: the callback will not run. */
-		slot_done(p, s, -EIO, mono_ns());
+		slot_done(p, s, -EIO, tc_monotonic_ns());
 		if (!nbd_aio_is_ready(h) && !nbd_aio_is_processing(h)) {
 			snprintf(p->err, p->errlen, "NBD connection lost: %s", nbd_get_error());
 			p->fatal = -EIO;
@@ -773,9 +765,9 @@ static int nbd_loop(struct replay *p)
 	bool closed = o->queue_depth > 0, stopping = false;
 	int r;
 
-	p->base = mono_ns();
+	p->base = tc_monotonic_ns();
 	for (;;) {
-		uint64_t now = mono_ns();
+		uint64_t now = tc_monotonic_ns();
 
 		if (!stopping && stop_requested(p)) {
 			stopping = true;
@@ -837,20 +829,20 @@ static int nbd_loop(struct replay *p)
 			return -EIO;
 		}
 	}
-	progress(p, mono_ns());
+	progress(p, tc_monotonic_ns());
 	return 0;
 }
 
 static int nbd_run(struct replay *p)
 {
 	struct replay_result *res = p->res;
-	uint64_t w0 = mono_ns();
+	uint64_t w0 = tc_monotonic_ns();
 	int r = nbd_loop(p);
 
-	res->replay_wall_ns = mono_ns() - w0;
+	res->replay_wall_ns = tc_monotonic_ns() - w0;
 	res->devices = "nbd";
 	if (!p->measuring)
-		p->measure_start = p->last_done = mono_ns();
+		p->measure_start = p->last_done = tc_monotonic_ns();
 	res->elapsed_ns = p->last_done - p->measure_start;
 	if (r == 0 && res->interrupted)
 		r = -EINTR;
@@ -891,7 +883,7 @@ int replay_run(const struct trace *t, const struct replay_map *m,
 {
 	struct replay p = { .t = t, .m = m, .o = o, .res = res, .err = err, .errlen = errlen,
 			    .nreq = t->n };
-	uint64_t w0 = mono_ns();
+	uint64_t w0 = tc_monotonic_ns();
 	int r;
 
 	memset(res, 0, sizeof(*res));
@@ -917,6 +909,6 @@ int replay_run(const struct trace *t, const struct replay_map *m,
 	slots_free(&p);
 	free(p.rbuf);
 	free(p.wbuf);
-	res->wall_ns = mono_ns() - w0;
+	res->wall_ns = tc_monotonic_ns() - w0;
 	return r;
 }
