@@ -137,17 +137,26 @@ bool cli_isatty_err(void)
 	return isatty(STDERR_FILENO) == 1;
 }
 
-int cli_abs_spec(const char *spec, char *buf, size_t len)
+/* @spec's file made absolute (realpath when it exists; else, with @missing_ok, by the
+ * current folder), into @buf. */
+static int abs_spec(const char *spec, bool missing_ok, char *buf, size_t len)
 {
 	const char *path = tc_dev_spec_path(spec);
-	char abs[PATH_MAX];
+	char abs[PATH_MAX], cwd[PATH_MAX];
 	int n;
 	if (!path) {
 		n = snprintf(buf, len, "%s", spec);   /* remote: no file to resolve */
 	} else if (realpath(path, abs)) {
 		n = snprintf(buf, len, "%.*s%s", (int)(path - spec), spec, abs);
-	} else {
+	} else if (!missing_ok || errno != ENOENT) {
 		cli_err("device %s: %s", spec, strerror(errno));
+		return -1;
+	} else if (path[0] == '/') {
+		n = snprintf(buf, len, "%s", spec);
+	} else if (getcwd(cwd, sizeof(cwd))) {
+		n = snprintf(buf, len, "%.*s%s/%s", (int)(path - spec), spec, cwd, path);
+	} else {
+		cli_err("device %s: the current folder: %s", spec, strerror(errno));
 		return -1;
 	}
 	if (n < 0 || (size_t)n >= len) {
@@ -155,6 +164,16 @@ int cli_abs_spec(const char *spec, char *buf, size_t len)
 		return -1;
 	}
 	return 0;
+}
+
+int cli_abs_spec(const char *spec, char *buf, size_t len)
+{
+	return abs_spec(spec, false, buf, len);
+}
+
+int cli_abs_spec_named(const char *spec, char *buf, size_t len)
+{
+	return abs_spec(spec, true, buf, len);
 }
 
 const char *cli_find_plugin(char *buf, size_t len)

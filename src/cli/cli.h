@@ -80,6 +80,10 @@ tc_ctx *cli_ctx(bool verbose);
  * a spec is tc_dev_spec_path's).  Returns 0, or -1 after a message naming the
  * device. */
 int cli_abs_spec(const char *spec, char *buf, size_t len);
+/* cli_abs_spec_named - the same, except that a file that does not exist is not an
+ * error: its path is made absolute by the current folder (a server serves what it can
+ * without it, and can name it in its answers). */
+int cli_abs_spec_named(const char *spec, char *buf, size_t len);
 
 /* cli_find_plugin - the nbdkit plugin to run: $TC_NBDKIT_PLUGIN, else the build tree's
  * (../nbd/nbdkit-tiercache-plugin.so from this program, written into @buf), else the

@@ -84,28 +84,6 @@ static const char debug_help[] =
 "    go down; nothing changed, 2 bad usage (an unknown --op, a bad --errno or\n"
 "    --after).\n";
 
-/* @spec with a relative path made absolute (the server holds absolute specs); a path
- * that does not exist here is still sent, so the server can list its devices. */
-static int abs_device(const char *spec, char *buf, size_t len)
-{
-	const char *path = tc_dev_spec_path(spec);
-	char abs[PATH_MAX], cwd[PATH_MAX];
-	int n;
-	if (!path)
-		n = snprintf(buf, len, "%s", spec);
-	else if (realpath(path, abs))
-		n = snprintf(buf, len, "%.*s%s", (int)(path - spec), spec, abs);
-	else if (path[0] != '/' && getcwd(cwd, sizeof(cwd)))
-		n = snprintf(buf, len, "%.*s%s/%s", (int)(path - spec), spec, cwd, path);
-	else
-		n = snprintf(buf, len, "%s", spec);
-	if (n < 0 || (size_t)n >= len) {
-		cli_err("device %s: path too long", spec);
-		return -1;
-	}
-	return 0;
-}
-
 /* Send @req to the server on @control; returns the result of a good answer (the caller
  * puts *@resp), or NULL after printing why. */
 static json_object *call(const char *control, json_object *req, json_object **resp)
@@ -283,7 +261,7 @@ int cmd_debug(int argc, char **argv)
 		return cli_usage("debug heal: %s is an option of debug fail", fault_opt);
 
 	char dev[PATH_MAX + 64];
-	if (abs_device(argv[optind + 1], dev, sizeof(dev)))
+	if (cli_abs_spec_named(argv[optind + 1], dev, sizeof(dev)))
 		return TC_EXIT_FAIL;
 	json_object *req = json_object_new_object();
 	json_object_object_add(req, "op", json_object_new_string(fail ? "fault" : "heal"));

@@ -171,23 +171,6 @@ static void print_log(const char *log, off_t off)
 	fclose(f);
 }
 
-/* cli_abs_spec(), except that a device that does not exist is passed on (made
- * absolute by its name): the server serves what it can without it and says so. */
-static int serve_abs_spec(const char *spec, char *buf, size_t len)
-{
-	const char *path = tc_dev_spec_path(spec);
-	char cwd[PATH_MAX];
-	if (!path || access(path, F_OK) == 0 || errno != ENOENT || !getcwd(cwd, sizeof(cwd)))
-		return cli_abs_spec(spec, buf, len);
-	int n = snprintf(buf, len, "%.*s%s%s%s", (int)(path - spec), spec,
-			 path[0] == '/' ? "" : cwd, path[0] == '/' ? "" : "/", path);
-	if (n < 0 || (size_t)n >= len) {
-		cli_err("device %s: path too long", spec);
-		return -1;
-	}
-	return 0;
-}
-
 int cmd_serve(int argc, char **argv)
 {
 	static const struct option options[] = {
@@ -303,7 +286,7 @@ int cmd_serve(int argc, char **argv)
 	for (int i = optind; i < argc; i++) {
 		/* Absolute paths: the server does not depend on this command's folder. */
 		char abs[PATH_MAX];
-		if (serve_abs_spec(argv[i], abs, sizeof(abs)))
+		if (cli_abs_spec_named(argv[i], abs, sizeof(abs)))
 			return TC_EXIT_FAIL;
 		if (asprintf(&av[n++], "dev=%s", abs) < 0)
 			return TC_EXIT_FAIL;
