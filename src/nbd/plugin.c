@@ -110,7 +110,8 @@ static int tiercache_config_complete(void)
 }
 
 #define tiercache_config_help \
-	"dev=SPEC        (required, repeatable) a device: PATH, crash:PATH, emu:PROFILE:PATH\n" \
+	"dev=SPEC        (required, repeatable) a device: PATH, crash:PATH, emu:PROFILE:PATH,\n" \
+	"                nbd:URI\n" \
 	"control=PATH    control socket for the tiercache command\n" \
 	"socket=PATH     the NBD unix socket (-U), removed at shutdown\n" \
 	"seed=N          seed of crash: devices\n" \
