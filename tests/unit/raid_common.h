@@ -1,0 +1,85 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * raid_common.h - helpers of the array tests (test_raid_*.c): GF(2^8) arithmetic
+ * written out plainly (polynomial 0x11d), the placement of data and parity the
+ * documented layouts give (an implementation of its own, to check the array's
+ * against), arrays over memory members, and requests in flight together.
+ */
+#ifndef RAID_COMMON_H
+#define RAID_COMMON_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+
+/* GF(2^8) multiplication, shift and add, reducing by x^8 + x^4 + x^3 + x^2 + 1. */
+static inline uint8_t ref_gf_mul(uint8_t a, uint8_t b)
+{
+	uint8_t p = 0;
+
+	while (b) {
+		if (b & 1)
+			p ^= a;
+		a = (uint8_t)((a << 1) ^ ((a & 0x80) ? 0x1d : 0));
+		b >>= 1;
+	}
+	return p;
+}
+
+static inline uint8_t ref_gf_pow2(unsigned j)
+{
+	uint8_t c = 1;
+
+	while (j--)
+		c = ref_gf_mul(c, 2);
+	return c;
+}
+
+/* P and Q of @k data blocks of @len bytes. */
+static inline void ref_pq(unsigned k, size_t len, uint8_t *const *data, uint8_t *p,
+			  uint8_t *q)
+{
+	for (size_t x = 0; x < len; x++) {
+		uint8_t pv = 0, qv = 0;
+		for (unsigned j = 0; j < k; j++) {
+			pv ^= data[j][x];
+			qv ^= ref_gf_mul(ref_gf_pow2(j), data[j][x]);
+		}
+		if (p)
+			p[x] = pv;
+		if (q)
+			q[x] = qv;
+	}
+}
+
+/* The layouts, as docs/raid.md draws them.  Parity levels: the member of data chunk
+ * @d (or of P with d = k, Q with d = k + 1) in stripe @s. */
+static inline unsigned ref_r56_member(unsigned n, unsigned m, uint64_t s, unsigned d)
+{
+	unsigned pd = n - 1 - (unsigned)(s % n);
+
+	if (d == n - m)
+		return pd;
+	if (d == n - m + 1)
+		return (pd + 1) % n;
+	return (pd + m + d) % n;
+}
+
+/* Deterministic random numbers of the tests (xorshift64*). */
+static inline uint64_t raid_rand(uint64_t *s)
+{
+	*s ^= *s >> 12;
+	*s ^= *s << 25;
+	*s ^= *s >> 27;
+	return *s * 2685821657736338717ull;
+}
+
+static inline void raid_fill(uint8_t *p, size_t len, uint64_t *seed)
+{
+	for (size_t i = 0; i < len; i++)
+		p[i] = (uint8_t)(raid_rand(seed) >> 56);
+}
+
+#endif /* RAID_COMMON_H */
