@@ -13,6 +13,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "ctx.h"
+#include "tiercache.h"
 
 /* GF(2^8) multiplication, shift and add, reducing by x^8 + x^4 + x^3 + x^2 + 1. */
 static inline uint8_t ref_gf_mul(uint8_t a, uint8_t b)
@@ -65,6 +67,75 @@ static inline unsigned ref_r56_member(unsigned n, unsigned m, uint64_t s, unsign
 	if (d == n - m + 1)
 		return (pd + 1) % n;
 	return (pd + m + d) % n;
+}
+
+/* An array over memory members kept for inspection. */
+struct raid_fx {
+	tc_ctx *ctx;
+	tc_dev *array;
+	tc_dev *member[TC_ARRAY_MAX_MEMBERS];   /* owned by the array */
+	unsigned n;
+};
+
+static inline int raid_fx_open(struct raid_fx *fx, enum tc_ctx_mode mode, uint64_t seed,
+			       enum tc_raid_level_id level, unsigned n, uint32_t chunk,
+			       uint64_t member_size)
+{
+	struct tc_ctx_opts co = { .mode = mode, .seed = seed, .log_level = TC_LOG_ERROR };
+	struct tc_array_opts ao = { .level = level, .chunk = chunk };
+
+	memset(fx, 0, sizeof(*fx));
+	if (tc_ctx_new(&co, &fx->ctx) < 0)
+		return -1;
+	fx->n = n;
+	for (unsigned i = 0; i < n; i++)
+		if (tc_dev_new_memory(fx->ctx, member_size, &fx->member[i]) < 0)
+			return -1;
+	return tc_dev_new_array(fx->ctx, &ao, fx->member, n, &fx->array);
+}
+
+static inline void raid_fx_close(struct raid_fx *fx)
+{
+	tc_dev_close(fx->array);
+	tc_ctx_free(fx->ctx);
+}
+
+/* Requests in flight together. */
+struct raid_pending {
+	struct tc_io io;
+	struct iovec iov;
+	tc_ctx *ctx;
+	bool done;
+	int result;
+};
+
+static inline void raid_pending_done(struct tc_io *io, int result)
+{
+	struct raid_pending *p = io->private_data;
+	tc_ctx *ctx = p->ctx;
+
+	p->result = result;
+	__atomic_store_n(&p->done, true, __ATOMIC_RELEASE);
+	tc_ctx_wake(ctx);
+}
+
+static inline void raid_pending_submit(tc_ctx *ctx, tc_dev *dev, struct raid_pending *p,
+				       unsigned op, void *buf, uint64_t len, uint64_t off)
+{
+	memset(p, 0, sizeof(*p));
+	p->ctx = ctx;
+	p->iov = (struct iovec){ .iov_base = buf, .iov_len = len };
+	p->io = (struct tc_io){ .op = (uint8_t)op, .offset = off, .length = len,
+				.iov = buf ? &p->iov : NULL, .iovcnt = buf ? 1 : 0,
+				.done = raid_pending_done, .private_data = p };
+	tc_dev_submit(dev, &p->io);
+}
+
+static inline int raid_pending_wait(struct raid_pending *p)
+{
+	int r = tc_ctx_wait_until(p->ctx, &p->done);
+
+	return r < 0 ? r : p->result;
 }
 
 /* Deterministic random numbers of the tests (xorshift64*). */
