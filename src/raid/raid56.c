@@ -115,9 +115,11 @@ static bool r56_lock(struct r56_sop *op)
 		op->hnext = r->bucket[b];
 		r->bucket[b] = op;
 		op->wait_head = op->wait_tail = NULL;
+		op->locked = true;
 	}
+	/* A queued @op may be started (and its locked set) by another thread as soon as
+	 * the table is unlocked: nothing of @op is touched after this. */
 	pthread_mutex_unlock(&r->lock);
-	op->locked = got;
 	return got;
 }
 
@@ -141,8 +143,8 @@ static void r56_unlock(struct r56_sop *op)
 		r->bucket[b] = w;
 		w->locked = true;
 	}
-	pthread_mutex_unlock(&r->lock);
 	op->locked = false;
+	pthread_mutex_unlock(&r->lock);
 	if (w)
 		w->on_lock(w);
 }

@@ -373,6 +373,11 @@ static void check_degraded(enum tc_raid_level_id level, unsigned n, unsigned sur
 		assert_int_equal(tc_array_status(fx.array, &st), 0);
 		assert_true(st.degraded);
 		assert_int_equal(st.member[victim].state, TC_MEMBER_FAULTY);
+		/* Junk on the faulty member, below the array: it must not be read. */
+		uint8_t *junk = malloc(MEMBER);
+		raid_fill(junk, MEMBER, &seed);
+		assert_int_equal(tc_dev_pwrite(fx.member[victim], junk, MEMBER, 0, 0), 0);
+		free(junk);
 		/* Every byte still reads right, and writes keep it so. */
 		check_read_back(&fx, data);
 		for (unsigned w = 0; w < 40; w++) {
