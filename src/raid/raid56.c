@@ -42,6 +42,7 @@
 #include "parity.h"
 
 #define R56_BUCKETS 256u
+#define R56_POOL 32u
 
 struct r56_sop;
 
@@ -50,6 +51,11 @@ struct r56 {
 	unsigned k, m;
 	pthread_mutex_t lock;                   /* the stripe lock table */
 	struct r56_sop *bucket[R56_BUCKETS];    /* stripe operations holding a stripe */
+	/* Stripe buffers (n + 1 chunks each) kept for reuse: a fresh allocation of that
+	 * size is a fresh mapping, page faults and zeroing included. */
+	pthread_mutex_t pool_lock;
+	unsigned npool;
+	uint8_t *pool[R56_POOL];
 };
 
 struct r56_req {
@@ -174,7 +180,16 @@ static void r56_end(struct r56_sop *op, int result)
 	}
 	if (op->locked)
 		r56_unlock(op);
-	free(op->mem);
+	if (op->mem) {
+		struct r56 *r = op->r;
+		pthread_mutex_lock(&r->pool_lock);
+		if (r->npool < R56_POOL) {
+			r->pool[r->npool++] = op->mem;
+			op->mem = NULL;
+		}
+		pthread_mutex_unlock(&r->pool_lock);
+		free(op->mem);
+	}
 	free(op);
 	r56_req_put(q);
 }
@@ -237,13 +252,18 @@ static uint32_t r56_lost(struct r56_sop *op)
 
 static int r56_buffers(struct r56_sop *op)
 {
-	unsigned n = op->r->k + op->r->m;
-	size_t len = op->hi - op->lo;
-	size_t stride = (len + PARITY_ALIGN - 1) / PARITY_ALIGN * PARITY_ALIGN;
+	struct r56 *r = op->r;
+	unsigned n = r->k + r->m;
+	size_t stride = op->a->chunk;   /* a multiple of PARITY_ALIGN */
 
 	if (op->mem)
 		return 0;
-	op->mem = aligned_alloc(PARITY_ALIGN, stride * (n + 1));
+	pthread_mutex_lock(&r->pool_lock);
+	if (r->npool)
+		op->mem = r->pool[--r->npool];
+	pthread_mutex_unlock(&r->pool_lock);
+	if (!op->mem)
+		op->mem = aligned_alloc(PARITY_ALIGN, stride * (n + 1));
 	if (!op->mem)
 		return -ENOMEM;
 	for (unsigned s = 0; s < n; s++)
@@ -614,6 +634,7 @@ static int r56_init(struct tc_array *a, unsigned m)
 		return ret;
 	}
 	pthread_mutex_init(&r->lock, NULL);
+	pthread_mutex_init(&r->pool_lock, NULL);
 	a->level_priv = r;
 	return 0;
 }
@@ -635,6 +656,9 @@ static void r56_fini(struct tc_array *a)
 	if (!r)
 		return;
 	parity_free(r->par);
+	while (r->npool)
+		free(r->pool[--r->npool]);
+	pthread_mutex_destroy(&r->pool_lock);
 	pthread_mutex_destroy(&r->lock);
 	free(r);
 	a->level_priv = NULL;
