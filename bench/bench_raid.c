@@ -170,7 +170,7 @@ int main(int argc, char **argv)
 	tc_ctx *ctx;
 	CHECK(tc_ctx_new(&co, &ctx), "context");
 	tc_ctx_set_log(ctx, log_sink, NULL, TC_LOG_WARN);
-	uint8_t *bufs = malloc(QD * REQ);
+	uint8_t *bufs = aligned_alloc(4096, QD * REQ);
 	if (!bufs)
 		die("buffers", ENOMEM);
 	for (uint64_t i = 0; i < QD * REQ; i++)

@@ -402,13 +402,34 @@ static void r56_read(struct r56_sop *op)
 
 static void r56_write_plan(struct r56_sop *op);
 
-/* The new data over the old in the data slot buffers. */
+/* The bytes [@skip, @skip + @len) of @io's data when one iovec holds them all. */
+static uint8_t *r56_iov_at(const struct tc_io *io, uint64_t skip, uint64_t len)
+{
+	for (int i = 0; i < io->iovcnt; i++) {
+		if (skip < io->iov[i].iov_len)
+			return io->iov[i].iov_len - skip >= len ?
+				(uint8_t *)io->iov[i].iov_base + skip : NULL;
+		skip -= io->iov[i].iov_len;
+	}
+	return NULL;
+}
+
+/* The new data over the old in the data slot buffers.  A data chunk rewritten over
+ * all the rows is not copied when the caller's buffer is aligned as the parity code
+ * needs: the slot then points into it (only read from then on). */
 static void r56_overlay(struct r56_sop *op, unsigned d)
 {
 	uint8_t *p = op->buf[d] + op->ws[d] - op->lo;
 	uint64_t len = op->we[d] - op->ws[d];
 	struct tc_io *io = op->req->io;
 
+	if (!op->zero && op->ws[d] == op->lo && op->we[d] == op->hi) {
+		uint8_t *src = r56_iov_at(io, op->skip[d], len);
+		if (src && (uintptr_t)src % 32 == 0) {
+			op->buf[d] = src;
+			return;
+		}
+	}
 	if (op->zero)
 		memset(p, 0, len);
 	else
@@ -461,9 +482,10 @@ static void r56_rmw_read_done(struct r56_sop *op)
 	for (unsigned d = 0; d < k; d++) {
 		if (!(op->touched & (1u << d)))
 			continue;
-		uint64_t *t = (uint64_t *)(void *)op->tmp, *b = (uint64_t *)(void *)op->buf[d];
 		memcpy(op->tmp, op->buf[d], len);
-		r56_overlay(op, d);
+		r56_overlay(op, d);     /* may point buf[d] at the caller's data */
+		uint64_t *t = (uint64_t *)(void *)op->tmp;
+		const uint64_t *b = (const uint64_t *)(const void *)op->buf[d];
 		for (size_t i = 0; i < len / 8; i++)
 			t[i] ^= b[i];
 		parity_update(op->r->par, len, d, op->tmp, &op->buf[k]);
