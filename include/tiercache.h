@@ -881,7 +881,8 @@ struct tc_array_status {
  * Sizes: members of different sizes are used up to the smallest (rounded down to a
  * whole chunk; logged); the array holds that times the data members.  Logical block
  * size: the members' (all must agree).  Limits (tc_dev_limits): io_min = chunk,
- * io_opt = chunk x data members, partial_stripe_expensive for RAID 5 and 6,
+ * io_opt = chunk x data members (RAID 1: the block size and 0, any size being as
+ * good), partial_stripe_expensive for RAID 5 and 6,
  * redundancy = member failures survivable now (plus the least of the members' own).
  * Errors (-EINVAL, the message names the value): unknown level, chunk not a power of
  * two or out of range, too few members for the level (RAID 0: 2, RAID 1: 2, RAID 10:

@@ -304,7 +304,7 @@ int tc_dev_new_array(tc_ctx *ctx, const struct tc_array_opts *o, tc_dev **member
 	*out = NULL;
 	ret = array_check(ctx, o, members, n, &l, &chunk, &copies);
 	if (ret < 0) {
-		array_close_members(members, n > TC_ARRAY_MAX_MEMBERS ? 0 : n);
+		array_close_members(members, n);
 		return ret;
 	}
 	a = calloc(1, sizeof(*a));

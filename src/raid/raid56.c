@@ -281,7 +281,8 @@ static void r56_step_read(struct r56_sop *op, uint32_t slots, r56_step_fn next)
 	r56_step_put(op);
 }
 
-/* After a read step: fold the failed reads into op->bad; the error to end with or 0. */
+/* After a read step: fold the failed reads into op->bad.  Returns the error to end
+ * with, 1 when a read of this step failed, or 0. */
 static int r56_read_result(struct r56_sop *op)
 {
 	int err = atomic_load(&op->err);
@@ -290,7 +291,7 @@ static int r56_read_result(struct r56_sop *op)
 	if (err)
 		return err;
 	op->bad |= failed;
-	return 0;
+	return failed ? 1 : 0;
 }
 
 /* Rebuild the slots in lost | bad from the others (all read into buffers). */
@@ -325,7 +326,7 @@ static void r56_locked_read_done(struct r56_sop *op)
 {
 	int ret = r56_read_result(op);
 
-	if (ret == 0)
+	if (ret >= 0)
 		ret = r56_rebuild(op);
 	if (ret < 0) {
 		r56_end(op, ret);
@@ -366,7 +367,7 @@ static void r56_fast_read_done(struct r56_sop *op)
 {
 	int ret = r56_read_result(op);
 
-	if (ret < 0 || !op->bad) {
+	if (ret <= 0) {
 		r56_end(op, ret);
 		return;
 	}
@@ -475,7 +476,7 @@ static void r56_rmw_read_done(struct r56_sop *op)
 		r56_end(op, ret);
 		return;
 	}
-	if (op->bad) {
+	if (ret > 0) {          /* a read failed: plan again without that member */
 		r56_write_plan(op);
 		return;
 	}
@@ -501,7 +502,7 @@ static void r56_rcw_read_done(struct r56_sop *op)
 		r56_end(op, ret);
 		return;
 	}
-	if (op->bad) {
+	if (ret > 0) {          /* a read failed: plan again without that member */
 		r56_write_plan(op);
 		return;
 	}
@@ -516,7 +517,7 @@ static void r56_full_read_done(struct r56_sop *op)
 {
 	int ret = r56_read_result(op);
 
-	if (ret == 0)
+	if (ret >= 0)
 		ret = r56_rebuild(op);
 	if (ret < 0) {
 		r56_end(op, ret);

@@ -567,6 +567,113 @@ static void test_repair_rewrites_data(void **state)
 	tc_ctx_free(ctx);
 }
 
+/* ---- write errors ------------------------------------------------------------------- */
+
+/* A member whose write fails is faulty at once; the write succeeds while the array is
+ * within its redundancy (RAID 6, RAID 1), fails with -EIO on RAID 0. */
+static void check_write_error(enum tc_raid_level_id level, unsigned n, int expect)
+{
+	tc_ctx *ctx;
+	struct tc_ctx_opts co = { .mode = TC_CTX_DETERMINISTIC, .seed = 3,
+				  .log_level = TC_LOG_ERROR };
+	tc_dev *inner[8], *m[8], *array;
+	struct tc_array_opts ao = { .level = level, .chunk = CHUNK };
+	struct events ev = { 0 };
+
+	assert_int_equal(tc_ctx_new(&co, &ctx), 0);
+	tc_ctx_set_log(ctx, keep_log, NULL, TC_LOG_ERROR);
+	for (unsigned i = 0; i < n; i++) {
+		assert_int_equal(tc_dev_new_memory(ctx, MEMBER, &inner[i]), 0);
+		assert_int_equal(tc_dev_new_fault(ctx, inner[i], &m[i]), 0);
+	}
+	assert_int_equal(tc_dev_new_array(ctx, &ao, m, n, &array), 0);
+	assert_int_equal(tc_dev_watch(array, on_event, &ev), 0);
+	struct tc_dev_info info;
+	tc_dev_info(array, &info);
+	uint8_t *data = malloc(info.size), *back = malloc(info.size);
+	uint64_t seed = 31;
+	raid_fill(data, info.size, &seed);
+	struct tc_fault f = { .op = TC_FAULT_WRITE, .error = EIO };
+	assert_int_equal(tc_fault_arm(m[0], &f), 0);
+	assert_int_equal(tc_dev_pwrite(array, data, info.size, 0, 0), expect);
+	struct tc_array_status st;
+	assert_int_equal(tc_array_status(array, &st), 0);
+	assert_int_equal(st.member[0].state, TC_MEMBER_FAULTY);
+	assert_non_null(strstr(last_err, expect ? "failed" : "faulty after a write error"));
+	if (expect == 0) {
+		assert_int_equal(ev.degraded, 1);
+		assert_int_equal(tc_dev_pread(array, back, info.size, 0), 0);
+		assert_memory_equal(back, data, info.size);
+	} else {
+		assert_int_equal(ev.failed, 1);
+		assert_int_equal(tc_dev_pread(array, back, CHUNK, 0), -EIO);
+	}
+	free(data);
+	free(back);
+	tc_dev_close(array);
+	tc_ctx_free(ctx);
+}
+
+static void test_write_error(void **state)
+{
+	check_write_error(TC_RAID6, 5, 0);
+	check_write_error(TC_RAID5, 3, 0);
+	check_write_error(TC_RAID1, 2, 0);
+	check_write_error(TC_RAID10, 4, 0);
+	check_write_error(TC_RAID0, 2, -EIO);
+}
+
+/* A read of a read-modify-write fails: the write goes on from the other members, the
+ * chunk that failed to read is rewritten, and parity stays right. */
+static void test_rmw_read_error(void **state)
+{
+	tc_ctx *ctx;
+	struct tc_ctx_opts co = { .mode = TC_CTX_DETERMINISTIC, .seed = 8,
+				  .log_level = TC_LOG_ERROR };
+	tc_dev *inner[8], *m[8], *array;
+	struct tc_array_opts ao = { .level = TC_RAID6, .chunk = CHUNK };
+
+	assert_int_equal(tc_ctx_new(&co, &ctx), 0);
+	tc_ctx_set_log(ctx, keep_log, NULL, TC_LOG_ERROR);
+	for (unsigned i = 0; i < 8; i++) {
+		assert_int_equal(tc_dev_new_memory(ctx, MEMBER, &inner[i]), 0);
+		assert_int_equal(tc_dev_new_fault(ctx, inner[i], &m[i]), 0);
+	}
+	assert_int_equal(tc_dev_new_array(ctx, &ao, m, 8, &array), 0);
+	uint8_t stripe[6 * CHUNK], one[CHUNK];
+	uint64_t seed = 12;
+	raid_fill(stripe, sizeof(stripe), &seed);
+	assert_int_equal(tc_dev_pwrite(array, stripe, sizeof(stripe), 0, 0), 0);
+	/* One chunk of stripe 0 of 6 data chunks: RMW reads its data chunk, P and Q (3
+	 * reads, RCW would read 5).  P's read fails. */
+	unsigned p = ref_r56_member(8, 2, 0, 6);
+	struct tc_fault f = { .op = TC_FAULT_READ, .error = EIO, .transient = true };
+	assert_int_equal(tc_fault_arm(m[p], &f), 0);
+	raid_fill(one, sizeof(one), &seed);
+	assert_int_equal(tc_dev_pwrite(array, one, CHUNK, CHUNK, 0), 0);
+	memcpy(stripe + CHUNK, one, CHUNK);
+	struct tc_fault_state fs;
+	assert_int_equal(tc_fault_get(m[p], &fs), 0);
+	assert_int_equal(fs.failed, 1);
+	struct tc_array_status st;
+	assert_int_equal(tc_array_status(array, &st), 0);
+	assert_int_equal(st.member[p].state, TC_MEMBER_ACTIVE);
+	assert_int_equal(st.member[p].corrected, 1);
+	/* P and Q on the members match the data. */
+	uint8_t *d[6], img[8][CHUNK], pp[CHUNK], qq[CHUNK];
+	for (unsigned i = 0; i < 8; i++)
+		assert_int_equal(tc_dev_pread(inner[i], img[i], CHUNK, 0), 0);
+	for (unsigned j = 0; j < 6; j++) {
+		d[j] = img[ref_r56_member(8, 2, 0, j)];
+		assert_memory_equal(d[j], stripe + j * CHUNK, CHUNK);
+	}
+	ref_pq(6, CHUNK, d, pp, qq);
+	assert_memory_equal(img[p], pp, CHUNK);
+	assert_memory_equal(img[ref_r56_member(8, 2, 0, 7)], qq, CHUNK);
+	tc_dev_close(array);
+	tc_ctx_free(ctx);
+}
+
 /* ---- FLUSH and FUA ------------------------------------------------------------------ */
 
 static void test_flush_fua(void **state)
@@ -719,6 +826,8 @@ int main(void)
 		cmocka_unit_test(test_repair_raid5),
 		cmocka_unit_test(test_repair_raid6),
 		cmocka_unit_test(test_repair_rewrites_data),
+		cmocka_unit_test(test_write_error),
+		cmocka_unit_test(test_rmw_read_error),
 		cmocka_unit_test(test_flush_fua),
 		cmocka_unit_test(test_rmw_rcw_choice),
 		cmocka_unit_test(test_raid60),
