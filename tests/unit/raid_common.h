@@ -15,6 +15,7 @@
 
 #include "ctx.h"
 #include "tiercache.h"
+#include "tiercache-test.h"
 
 /* GF(2^8) multiplication, shift and add, reducing by x^8 + x^4 + x^3 + x^2 + 1. */
 static inline uint8_t ref_gf_mul(uint8_t a, uint8_t b)
@@ -74,8 +75,33 @@ struct raid_fx {
 	tc_ctx *ctx;
 	tc_dev *array;
 	tc_dev *member[TC_ARRAY_MAX_MEMBERS];   /* owned by the array */
+	tc_dev *fault[TC_ARRAY_MAX_MEMBERS];    /* raid_fx_open_faults: the fault layer
+						 * over member[i], the array's member */
 	unsigned n;
 };
+
+static inline int raid_fx_open(struct raid_fx *fx, enum tc_ctx_mode mode, uint64_t seed,
+			       enum tc_raid_level_id level, unsigned n, uint32_t chunk,
+			       uint64_t member_size);
+
+/* As raid_fx_open, with every member under a fault layer (tiercache-test.h). */
+static inline int raid_fx_open_faults(struct raid_fx *fx, enum tc_ctx_mode mode,
+				      uint64_t seed, enum tc_raid_level_id level, unsigned n,
+				      uint32_t chunk, uint64_t member_size)
+{
+	struct tc_ctx_opts co = { .mode = mode, .seed = seed, .log_level = TC_LOG_ERROR };
+	struct tc_array_opts ao = { .level = level, .chunk = chunk };
+
+	memset(fx, 0, sizeof(*fx));
+	if (tc_ctx_new(&co, &fx->ctx) < 0)
+		return -1;
+	fx->n = n;
+	for (unsigned i = 0; i < n; i++)
+		if (tc_dev_new_memory(fx->ctx, member_size, &fx->member[i]) < 0 ||
+		    tc_dev_new_fault(fx->ctx, fx->member[i], &fx->fault[i]) < 0)
+			return -1;
+	return tc_dev_new_array(fx->ctx, &ao, fx->fault, n, &fx->array);
+}
 
 static inline int raid_fx_open(struct raid_fx *fx, enum tc_ctx_mode mode, uint64_t seed,
 			       enum tc_raid_level_id level, unsigned n, uint32_t chunk,

@@ -5,7 +5,8 @@
  * another, but often sharing stripes, so stripe operations queue on the stripe lock),
  * reads compared with the model, writes, write-zeroes, discards and flushes, on every
  * level, in deterministic contexts (several seeds) and in a threaded one with
- * several submitting threads.  Members are failed mid-run, some while requests are in
+ * several submitting threads, with transient read errors on the members now and then
+ * (repaired: every request still succeeds).  Members are failed mid-run, some while requests are in
  * flight: within the redundancy every read stays right; past it every request fails
  * with -EIO.  Without failures, the members are consistent afterwards: P and Q
  * recomputed from the data members match, and mirror copies agree.
@@ -128,11 +129,16 @@ static void run_random(enum tc_ctx_mode mode, uint64_t seed, enum tc_raid_level_
 	struct raid_fx fx;
 	uint64_t rs = seed * 7919 + 1;
 
-	assert_int_equal(raid_fx_open(&fx, mode, seed, level, n, CHUNK, MEMBER), 0);
+	assert_int_equal(raid_fx_open_faults(&fx, mode, seed, level, n, CHUNK, MEMBER), 0);
 	tc_ctx_set_log(fx.ctx, quiet_log, NULL, TC_LOG_ERROR);
 	struct tc_dev_info info;
 	tc_dev_info(fx.array, &info);
 	uint64_t size = info.size, sectors = size / TC_SECTOR_SIZE;
+	/* Read errors: a transient read fault on a member, now and then, while no member
+	 * is faulty nor about to be (with one faulty, a read error past the redundancy
+	 * is a true -EIO);
+	 * none on RAID 0, which has nothing to repair from. */
+	bool read_errors = level != TC_RAID0;
 	uint64_t stripe = (uint64_t)CHUNK * (n - parity_of(level));
 	uint8_t *model = calloc(1, size);
 	uint8_t *bufs[BATCH], *zero = calloc(1, 4 * stripe);
@@ -145,6 +151,12 @@ static void run_random(enum tc_ctx_mode mode, uint64_t seed, enum tc_raid_level_
 		struct range r[BATCH];
 		unsigned ops[BATCH], nb = 1 + (unsigned)(raid_rand(&rs) % BATCH);
 		unsigned victim_now = UINT32_MAX;
+		bool failing = fail_at && fail_at[failed] && round == fail_at[failed];
+		if (read_errors && !failed && !failing && raid_rand(&rs) % 3 == 0) {
+			struct tc_fault f = { .op = TC_FAULT_READ, .error = EIO, .transient = true,
+					      .after = raid_rand(&rs) % 4 };
+			assert_int_equal(tc_fault_arm(fx.fault[raid_rand(&rs) % n], &f), 0);
+		}
 		for (unsigned b = 0; b < nb; b++) {
 			uint64_t len, off;
 			unsigned tries = 0;
@@ -178,6 +190,8 @@ static void run_random(enum tc_ctx_mode mode, uint64_t seed, enum tc_raid_level_
 			/* Let some member requests complete first, then fail a member. */
 			if (mode == TC_CTX_DETERMINISTIC)
 				tc_ctx_poll(fx.ctx, 3);
+			for (unsigned i = 0; i < n; i++)
+				tc_fault_heal(fx.fault[i]);
 			unsigned victim = (unsigned)((failed * 3 + seed) % n);
 			struct tc_array_status st;
 			assert_int_equal(tc_array_status(fx.array, &st), 0);
@@ -198,10 +212,26 @@ static void run_random(enum tc_ctx_mode mode, uint64_t seed, enum tc_raid_level_
 		}
 		if (victim_now < n)
 			scribble(fx.member[victim_now], &rs);
+		for (unsigned i = 0; i < n; i++)
+			tc_fault_heal(fx.fault[i]);
 	}
 	check_all(&fx, model, size);
 	if (!failed)
 		check_consistent(&fx, level);
+	/* The read errors were met, and repaired. */
+	uint64_t fired = 0, corrected = 0;
+	struct tc_array_status st;
+	assert_int_equal(tc_array_status(fx.array, &st), 0);
+	for (unsigned i = 0; i < n; i++) {
+		struct tc_fault_state fs;
+		assert_int_equal(tc_fault_get(fx.fault[i], &fs), 0);
+		fired += fs.failed_total;
+		corrected += st.member[i].corrected;
+	}
+	if (read_errors) {
+		assert_true(fired > 0);
+		assert_true(corrected > 0);
+	}
 	if (past) {
 		/* Fail members until the array has failed (RAID 10 may survive more than its
 		 * guaranteed redundancy): every read stays right until then. */
