@@ -272,13 +272,30 @@ static int r56_buffers(struct r56_sop *op)
 	return 0;
 }
 
-static void r56_step_read(struct r56_sop *op, uint32_t slots, r56_step_fn next)
+/* A step of @rw (READ or WRITE) of the rows lo..hi of @slots, from or into their
+ * buffers. */
+static void r56_step_rows(struct r56_sop *op, unsigned rw, uint32_t slots, r56_step_fn next)
 {
 	r56_step_begin(op, next);
 	for (unsigned s = 0; s < op->r->k + op->r->m; s++)
 		if (slots & (1u << s))
-			r56_io(op, s, TC_OP_READ, op->lo, op->hi, op->buf[s], 0);
+			r56_io(op, s, rw, op->lo, op->hi, op->buf[s], 0);
 	r56_step_put(op);
+}
+
+static void r56_step_read(struct r56_sop *op, uint32_t slots, r56_step_fn next)
+{
+	r56_step_rows(op, TC_OP_READ, slots, next);
+}
+
+/* After a write step: the chunks that had failed to read and were rewritten. */
+static void r56_count_corrected(struct r56_sop *op)
+{
+	uint32_t failed = atomic_load(&op->failed);
+
+	for (unsigned s = 0; s < op->r->k + op->r->m; s++)
+		if ((op->bad & (1u << s)) && !(failed & (1u << s)))
+			atomic_fetch_add(&op->a->m[op->member[s]].corrected, 1);
 }
 
 /* After a read step: fold the failed reads into op->bad.  Returns the error to end
@@ -314,11 +331,7 @@ static int r56_rebuild(struct r56_sop *op)
 
 static void r56_repaired(struct r56_sop *op)
 {
-	uint32_t failed = atomic_load(&op->failed);
-
-	for (unsigned s = 0; s < op->r->k + op->r->m; s++)
-		if ((op->bad & (1u << s)) && !(failed & (1u << s)))
-			atomic_fetch_add(&op->a->m[op->member[s]].corrected, 1);
+	r56_count_corrected(op);
 	r56_end(op, 0);
 }
 
@@ -343,11 +356,7 @@ static void r56_locked_read_done(struct r56_sop *op)
 		r56_end(op, 0);
 		return;
 	}
-	r56_step_begin(op, r56_repaired);
-	for (unsigned s = 0; s < op->r->k + op->r->m; s++)
-		if (repair & (1u << s))
-			r56_io(op, s, TC_OP_WRITE, op->lo, op->hi, op->buf[s], 0);
-	r56_step_put(op);
+	r56_step_rows(op, TC_OP_WRITE, repair, r56_repaired);
 }
 
 /* Under the lock: read every readable chunk, rebuild, copy out, repair. */
@@ -439,11 +448,7 @@ static void r56_overlay(struct r56_sop *op, unsigned d)
 
 static void r56_written(struct r56_sop *op)
 {
-	uint32_t failed = atomic_load(&op->failed);
-
-	for (unsigned s = 0; s < op->r->k + op->r->m; s++)
-		if ((op->bad & (1u << s)) && !(failed & (1u << s)))
-			atomic_fetch_add(&op->a->m[op->member[s]].corrected, 1);
+	r56_count_corrected(op);
 	r56_end(op, array_failed(op->a) ? -EIO : 0);
 }
 

@@ -75,19 +75,17 @@ struct raid_fx {
 	tc_ctx *ctx;
 	tc_dev *array;
 	tc_dev *member[TC_ARRAY_MAX_MEMBERS];   /* owned by the array */
-	tc_dev *fault[TC_ARRAY_MAX_MEMBERS];    /* raid_fx_open_faults: the fault layer
-						 * over member[i], the array's member */
+	tc_dev *fault[TC_ARRAY_MAX_MEMBERS];    /* the array's members: fault layers over
+						 * member[i] (raid_fx_open_faults), or
+						 * member[i] itself */
 	unsigned n;
 };
 
-static inline int raid_fx_open(struct raid_fx *fx, enum tc_ctx_mode mode, uint64_t seed,
-			       enum tc_raid_level_id level, unsigned n, uint32_t chunk,
-			       uint64_t member_size);
-
-/* As raid_fx_open, with every member under a fault layer (tiercache-test.h). */
-static inline int raid_fx_open_faults(struct raid_fx *fx, enum tc_ctx_mode mode,
-				      uint64_t seed, enum tc_raid_level_id level, unsigned n,
-				      uint32_t chunk, uint64_t member_size)
+/* Open @fx; with @faults, every member under a fault layer (fx->fault[i] over
+ * fx->member[i]). */
+static inline int raid_fx_open_as(struct raid_fx *fx, enum tc_ctx_mode mode, uint64_t seed,
+				  enum tc_raid_level_id level, unsigned n, uint32_t chunk,
+				  uint64_t member_size, bool faults)
 {
 	struct tc_ctx_opts co = { .mode = mode, .seed = seed, .log_level = TC_LOG_ERROR };
 	struct tc_array_opts ao = { .level = level, .chunk = chunk };
@@ -96,10 +94,13 @@ static inline int raid_fx_open_faults(struct raid_fx *fx, enum tc_ctx_mode mode,
 	if (tc_ctx_new(&co, &fx->ctx) < 0)
 		return -1;
 	fx->n = n;
-	for (unsigned i = 0; i < n; i++)
-		if (tc_dev_new_memory(fx->ctx, member_size, &fx->member[i]) < 0 ||
-		    tc_dev_new_fault(fx->ctx, fx->member[i], &fx->fault[i]) < 0)
+	for (unsigned i = 0; i < n; i++) {
+		if (tc_dev_new_memory(fx->ctx, member_size, &fx->member[i]) < 0)
 			return -1;
+		fx->fault[i] = fx->member[i];
+		if (faults && tc_dev_new_fault(fx->ctx, fx->member[i], &fx->fault[i]) < 0)
+			return -1;
+	}
 	return tc_dev_new_array(fx->ctx, &ao, fx->fault, n, &fx->array);
 }
 
@@ -107,17 +108,14 @@ static inline int raid_fx_open(struct raid_fx *fx, enum tc_ctx_mode mode, uint64
 			       enum tc_raid_level_id level, unsigned n, uint32_t chunk,
 			       uint64_t member_size)
 {
-	struct tc_ctx_opts co = { .mode = mode, .seed = seed, .log_level = TC_LOG_ERROR };
-	struct tc_array_opts ao = { .level = level, .chunk = chunk };
+	return raid_fx_open_as(fx, mode, seed, level, n, chunk, member_size, false);
+}
 
-	memset(fx, 0, sizeof(*fx));
-	if (tc_ctx_new(&co, &fx->ctx) < 0)
-		return -1;
-	fx->n = n;
-	for (unsigned i = 0; i < n; i++)
-		if (tc_dev_new_memory(fx->ctx, member_size, &fx->member[i]) < 0)
-			return -1;
-	return tc_dev_new_array(fx->ctx, &ao, fx->member, n, &fx->array);
+static inline int raid_fx_open_faults(struct raid_fx *fx, enum tc_ctx_mode mode,
+				      uint64_t seed, enum tc_raid_level_id level, unsigned n,
+				      uint32_t chunk, uint64_t member_size)
+{
+	return raid_fx_open_as(fx, mode, seed, level, n, chunk, member_size, true);
 }
 
 static inline void raid_fx_close(struct raid_fx *fx)

@@ -442,69 +442,60 @@ static void test_raid0_fails_at_once(void **state)
  * chunk was rewritten (its write count moved) and it stays active. */
 static void check_repair(enum tc_raid_level_id level, unsigned n)
 {
-	tc_ctx *ctx;
-	struct tc_ctx_opts co = { .mode = TC_CTX_DETERMINISTIC, .seed = 4,
-				  .log_level = TC_LOG_ERROR };
-	tc_dev *inner[8], *m[8], *array;
-	struct tc_array_opts ao = { .level = level, .chunk = CHUNK };
+	struct raid_fx fx;
 	unsigned victim = 1;
 
-	assert_int_equal(tc_ctx_new(&co, &ctx), 0);
-	tc_ctx_set_log(ctx, keep_log, NULL, TC_LOG_ERROR);
-	for (unsigned i = 0; i < n; i++) {
-		assert_int_equal(tc_dev_new_memory(ctx, MEMBER, &inner[i]), 0);
-		assert_int_equal(tc_dev_new_fault(ctx, inner[i], &m[i]), 0);
-	}
-	assert_int_equal(tc_dev_new_array(ctx, &ao, m, n, &array), 0);
+	assert_int_equal(raid_fx_open_faults(&fx, TC_CTX_DETERMINISTIC, 4, level, n, CHUNK,
+					     MEMBER), 0);
+	tc_ctx_set_log(fx.ctx, keep_log, NULL, TC_LOG_ERROR);
 	struct tc_dev_info info;
-	tc_dev_info(array, &info);
+	tc_dev_info(fx.array, &info);
 	uint8_t *data = malloc(info.size), *back = malloc(info.size);
 	uint64_t seed = 8;
 	raid_fill(data, info.size, &seed);
-	assert_int_equal(tc_dev_pwrite(array, data, info.size, 0, 0), 0);
+	assert_int_equal(tc_dev_pwrite(fx.array, data, info.size, 0, 0), 0);
 
 	/* Every read of the victim fails once, over the whole array: for RAID 1 the reads
 	 * go wherever balancing sends them, so fail the next read of each member in
 	 * turn. */
 	struct tc_dev_stats before, after;
-	tc_dev_stats(inner[victim], &before);
+	tc_dev_stats(fx.member[victim], &before);
 	struct tc_fault f = { .op = TC_FAULT_READ, .after = 0, .error = EIO, .transient = true };
-	assert_int_equal(tc_fault_arm(m[victim], &f), 0);
+	assert_int_equal(tc_fault_arm(fx.fault[victim], &f), 0);
 	for (uint64_t off = 0; off < info.size; off += CHUNK) {
-		assert_int_equal(tc_dev_pread(array, back + off, CHUNK, off), 0);
+		assert_int_equal(tc_dev_pread(fx.array, back + off, CHUNK, off), 0);
 		struct tc_fault_state fs;
-		assert_int_equal(tc_fault_get(m[victim], &fs), 0);
+		assert_int_equal(tc_fault_get(fx.fault[victim], &fs), 0);
 		if (!fs.armed)
 			break;
 	}
-	assert_int_equal(tc_dev_pread(array, back, info.size, 0), 0);
+	assert_int_equal(tc_dev_pread(fx.array, back, info.size, 0), 0);
 	assert_memory_equal(back, data, info.size);
 	struct tc_array_status st;
-	assert_int_equal(tc_array_status(array, &st), 0);
+	assert_int_equal(tc_array_status(fx.array, &st), 0);
 	assert_int_equal(st.member[victim].read_errors, 1);
 	assert_int_equal(st.member[victim].corrected, 1);
-	tc_dev_stats(inner[victim], &after);
+	tc_dev_stats(fx.member[victim], &after);
 	assert_true(after.writes > before.writes);
 	assert_int_equal(st.member[victim].state, TC_MEMBER_ACTIVE);
 	assert_false(st.degraded);
 
 	/* A member whose reads and rewrites fail becomes faulty; the data stays right. */
 	f = (struct tc_fault){ .op = TC_FAULT_ALL, .error = EIO };
-	assert_int_equal(tc_fault_arm(m[victim], &f), 0);
+	assert_int_equal(tc_fault_arm(fx.fault[victim], &f), 0);
 	for (uint64_t off = 0; off < info.size; off += CHUNK)
-		assert_int_equal(tc_dev_pread(array, back + off, CHUNK, off), 0);
+		assert_int_equal(tc_dev_pread(fx.array, back + off, CHUNK, off), 0);
 	assert_memory_equal(back, data, info.size);
 	/* A write reaches the members; the victim's fails and it is faulty for sure. */
-	assert_int_equal(tc_dev_pwrite(array, data, info.size, 0, 0), 0);
-	assert_int_equal(tc_array_status(array, &st), 0);
+	assert_int_equal(tc_dev_pwrite(fx.array, data, info.size, 0, 0), 0);
+	assert_int_equal(tc_array_status(fx.array, &st), 0);
 	assert_int_equal(st.member[victim].state, TC_MEMBER_FAULTY);
 	assert_true(st.degraded);
-	assert_int_equal(tc_dev_pread(array, back, info.size, 0), 0);
+	assert_int_equal(tc_dev_pread(fx.array, back, info.size, 0), 0);
 	assert_memory_equal(back, data, info.size);
 	free(data);
 	free(back);
-	tc_dev_close(array);
-	tc_ctx_free(ctx);
+	raid_fx_close(&fx);
 }
 
 static void test_repair_raid1(void **state)
@@ -531,40 +522,31 @@ static void test_repair_raid6(void **state)
  * matches again after the member's inner data was damaged on purpose. */
 static void test_repair_rewrites_data(void **state)
 {
-	tc_ctx *ctx;
-	struct tc_ctx_opts co = { .mode = TC_CTX_DETERMINISTIC, .seed = 2,
-				  .log_level = TC_LOG_ERROR };
-	tc_dev *inner[5], *m[5], *array;
-	struct tc_array_opts ao = { .level = TC_RAID6, .chunk = CHUNK };
+	struct raid_fx fx;
 
-	assert_int_equal(tc_ctx_new(&co, &ctx), 0);
-	tc_ctx_set_log(ctx, keep_log, NULL, TC_LOG_ERROR);
-	for (unsigned i = 0; i < 5; i++) {
-		assert_int_equal(tc_dev_new_memory(ctx, MEMBER, &inner[i]), 0);
-		assert_int_equal(tc_dev_new_fault(ctx, inner[i], &m[i]), 0);
-	}
-	assert_int_equal(tc_dev_new_array(ctx, &ao, m, 5, &array), 0);
+	assert_int_equal(raid_fx_open_faults(&fx, TC_CTX_DETERMINISTIC, 2, TC_RAID6, 5, CHUNK,
+					     MEMBER), 0);
+	tc_ctx_set_log(fx.ctx, keep_log, NULL, TC_LOG_ERROR);
 	uint8_t data[3 * CHUNK], back[3 * CHUNK], junk[CHUNK];
 	uint64_t seed = 77;
 	raid_fill(data, sizeof(data), &seed);
-	assert_int_equal(tc_dev_pwrite(array, data, sizeof(data), 0, 0), 0);
+	assert_int_equal(tc_dev_pwrite(fx.array, data, sizeof(data), 0, 0), 0);
 	/* Stripe 0: data chunk 0 on member (4 + 2 + 0) % 5 = 1.  Damage it below the
 	 * fault layer and fail its next read, as a medium error would. */
 	unsigned victim = ref_r56_member(5, 2, 0, 0);
 	memset(junk, 0xee, sizeof(junk));
-	assert_int_equal(tc_dev_pwrite(inner[victim], junk, CHUNK, 0, 0), 0);
+	assert_int_equal(tc_dev_pwrite(fx.member[victim], junk, CHUNK, 0, 0), 0);
 	struct tc_fault f = { .op = TC_FAULT_READ, .error = EIO, .transient = true };
-	assert_int_equal(tc_fault_arm(m[victim], &f), 0);
-	assert_int_equal(tc_dev_pread(array, back, CHUNK, 0), 0);
+	assert_int_equal(tc_fault_arm(fx.fault[victim], &f), 0);
+	assert_int_equal(tc_dev_pread(fx.array, back, CHUNK, 0), 0);
 	assert_memory_equal(back, data, CHUNK);
-	assert_int_equal(tc_dev_pread(inner[victim], back, CHUNK, 0), 0);
+	assert_int_equal(tc_dev_pread(fx.member[victim], back, CHUNK, 0), 0);
 	assert_memory_equal(back, data, CHUNK);
 	struct tc_array_status st;
-	assert_int_equal(tc_array_status(array, &st), 0);
+	assert_int_equal(tc_array_status(fx.array, &st), 0);
 	assert_int_equal(st.member[victim].corrected, 1);
 	assert_int_equal(st.member[victim].state, TC_MEMBER_ACTIVE);
-	tc_dev_close(array);
-	tc_ctx_free(ctx);
+	raid_fx_close(&fx);
 }
 
 /* ---- write errors ------------------------------------------------------------------- */
@@ -573,45 +555,36 @@ static void test_repair_rewrites_data(void **state)
  * within its redundancy (RAID 6, RAID 1), fails with -EIO on RAID 0. */
 static void check_write_error(enum tc_raid_level_id level, unsigned n, int expect)
 {
-	tc_ctx *ctx;
-	struct tc_ctx_opts co = { .mode = TC_CTX_DETERMINISTIC, .seed = 3,
-				  .log_level = TC_LOG_ERROR };
-	tc_dev *inner[8], *m[8], *array;
-	struct tc_array_opts ao = { .level = level, .chunk = CHUNK };
+	struct raid_fx fx;
 	struct events ev = { 0 };
 
-	assert_int_equal(tc_ctx_new(&co, &ctx), 0);
-	tc_ctx_set_log(ctx, keep_log, NULL, TC_LOG_ERROR);
-	for (unsigned i = 0; i < n; i++) {
-		assert_int_equal(tc_dev_new_memory(ctx, MEMBER, &inner[i]), 0);
-		assert_int_equal(tc_dev_new_fault(ctx, inner[i], &m[i]), 0);
-	}
-	assert_int_equal(tc_dev_new_array(ctx, &ao, m, n, &array), 0);
-	assert_int_equal(tc_dev_watch(array, on_event, &ev), 0);
+	assert_int_equal(raid_fx_open_faults(&fx, TC_CTX_DETERMINISTIC, 3, level, n, CHUNK,
+					     MEMBER), 0);
+	tc_ctx_set_log(fx.ctx, keep_log, NULL, TC_LOG_ERROR);
+	assert_int_equal(tc_dev_watch(fx.array, on_event, &ev), 0);
 	struct tc_dev_info info;
-	tc_dev_info(array, &info);
+	tc_dev_info(fx.array, &info);
 	uint8_t *data = malloc(info.size), *back = malloc(info.size);
 	uint64_t seed = 31;
 	raid_fill(data, info.size, &seed);
 	struct tc_fault f = { .op = TC_FAULT_WRITE, .error = EIO };
-	assert_int_equal(tc_fault_arm(m[0], &f), 0);
-	assert_int_equal(tc_dev_pwrite(array, data, info.size, 0, 0), expect);
+	assert_int_equal(tc_fault_arm(fx.fault[0], &f), 0);
+	assert_int_equal(tc_dev_pwrite(fx.array, data, info.size, 0, 0), expect);
 	struct tc_array_status st;
-	assert_int_equal(tc_array_status(array, &st), 0);
+	assert_int_equal(tc_array_status(fx.array, &st), 0);
 	assert_int_equal(st.member[0].state, TC_MEMBER_FAULTY);
 	assert_non_null(strstr(last_err, expect ? "failed" : "faulty after a write error"));
 	if (expect == 0) {
 		assert_int_equal(ev.degraded, 1);
-		assert_int_equal(tc_dev_pread(array, back, info.size, 0), 0);
+		assert_int_equal(tc_dev_pread(fx.array, back, info.size, 0), 0);
 		assert_memory_equal(back, data, info.size);
 	} else {
 		assert_int_equal(ev.failed, 1);
-		assert_int_equal(tc_dev_pread(array, back, CHUNK, 0), -EIO);
+		assert_int_equal(tc_dev_pread(fx.array, back, CHUNK, 0), -EIO);
 	}
 	free(data);
 	free(back);
-	tc_dev_close(array);
-	tc_ctx_free(ctx);
+	raid_fx_close(&fx);
 }
 
 static void test_write_error(void **state)
@@ -627,42 +600,34 @@ static void test_write_error(void **state)
  * chunk that failed to read is rewritten, and parity stays right. */
 static void test_rmw_read_error(void **state)
 {
-	tc_ctx *ctx;
-	struct tc_ctx_opts co = { .mode = TC_CTX_DETERMINISTIC, .seed = 8,
-				  .log_level = TC_LOG_ERROR };
-	tc_dev *inner[8], *m[8], *array;
-	struct tc_array_opts ao = { .level = TC_RAID6, .chunk = CHUNK };
+	struct raid_fx fx;
 
-	assert_int_equal(tc_ctx_new(&co, &ctx), 0);
-	tc_ctx_set_log(ctx, keep_log, NULL, TC_LOG_ERROR);
-	for (unsigned i = 0; i < 8; i++) {
-		assert_int_equal(tc_dev_new_memory(ctx, MEMBER, &inner[i]), 0);
-		assert_int_equal(tc_dev_new_fault(ctx, inner[i], &m[i]), 0);
-	}
-	assert_int_equal(tc_dev_new_array(ctx, &ao, m, 8, &array), 0);
+	assert_int_equal(raid_fx_open_faults(&fx, TC_CTX_DETERMINISTIC, 8, TC_RAID6, 8, CHUNK,
+					     MEMBER), 0);
+	tc_ctx_set_log(fx.ctx, keep_log, NULL, TC_LOG_ERROR);
 	uint8_t stripe[6 * CHUNK], one[CHUNK];
 	uint64_t seed = 12;
 	raid_fill(stripe, sizeof(stripe), &seed);
-	assert_int_equal(tc_dev_pwrite(array, stripe, sizeof(stripe), 0, 0), 0);
+	assert_int_equal(tc_dev_pwrite(fx.array, stripe, sizeof(stripe), 0, 0), 0);
 	/* One chunk of stripe 0 of 6 data chunks: RMW reads its data chunk, P and Q (3
 	 * reads, RCW would read 5).  P's read fails. */
 	unsigned p = ref_r56_member(8, 2, 0, 6);
 	struct tc_fault f = { .op = TC_FAULT_READ, .error = EIO, .transient = true };
-	assert_int_equal(tc_fault_arm(m[p], &f), 0);
+	assert_int_equal(tc_fault_arm(fx.fault[p], &f), 0);
 	raid_fill(one, sizeof(one), &seed);
-	assert_int_equal(tc_dev_pwrite(array, one, CHUNK, CHUNK, 0), 0);
+	assert_int_equal(tc_dev_pwrite(fx.array, one, CHUNK, CHUNK, 0), 0);
 	memcpy(stripe + CHUNK, one, CHUNK);
 	struct tc_fault_state fs;
-	assert_int_equal(tc_fault_get(m[p], &fs), 0);
+	assert_int_equal(tc_fault_get(fx.fault[p], &fs), 0);
 	assert_int_equal(fs.failed, 1);
 	struct tc_array_status st;
-	assert_int_equal(tc_array_status(array, &st), 0);
+	assert_int_equal(tc_array_status(fx.array, &st), 0);
 	assert_int_equal(st.member[p].state, TC_MEMBER_ACTIVE);
 	assert_int_equal(st.member[p].corrected, 1);
 	/* P and Q on the members match the data. */
 	uint8_t *d[6], img[8][CHUNK], pp[CHUNK], qq[CHUNK];
 	for (unsigned i = 0; i < 8; i++)
-		assert_int_equal(tc_dev_pread(inner[i], img[i], CHUNK, 0), 0);
+		assert_int_equal(tc_dev_pread(fx.member[i], img[i], CHUNK, 0), 0);
 	for (unsigned j = 0; j < 6; j++) {
 		d[j] = img[ref_r56_member(8, 2, 0, j)];
 		assert_memory_equal(d[j], stripe + j * CHUNK, CHUNK);
@@ -670,8 +635,7 @@ static void test_rmw_read_error(void **state)
 	ref_pq(6, CHUNK, d, pp, qq);
 	assert_memory_equal(img[p], pp, CHUNK);
 	assert_memory_equal(img[ref_r56_member(8, 2, 0, 7)], qq, CHUNK);
-	tc_dev_close(array);
-	tc_ctx_free(ctx);
+	raid_fx_close(&fx);
 }
 
 /* ---- FLUSH and FUA ------------------------------------------------------------------ */
