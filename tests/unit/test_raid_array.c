@@ -695,6 +695,37 @@ static void test_rmw_rcw_choice(void **state)
 	raid_fx_close(&fx);
 }
 
+/* Overlapping updates of one stripe wait for each other; other stripes go on: count
+ * the member requests queued on a deterministic context. */
+static void test_stripe_lock(void **state)
+{
+	struct raid_fx fx;
+	struct raid_pending p[3];
+	uint8_t buf[3][CHUNK];
+
+	memset(buf, 7, sizeof(buf));
+	/* RAID 6 of 10 (8 data chunks): a one-chunk write is a read-modify-write, three
+	 * member reads. */
+	assert_int_equal(raid_fx_open(&fx, TC_CTX_DETERMINISTIC, 1, TC_RAID6, 10, CHUNK,
+				      MEMBER), 0);
+	raid_pending_submit(fx.ctx, fx.array, &p[0], TC_OP_WRITE, buf[0], CHUNK, 0);
+	assert_int_equal(tc_ctx_pending(fx.ctx), 3);
+	/* Another chunk of stripe 0: queued behind the first, nothing submitted. */
+	raid_pending_submit(fx.ctx, fx.array, &p[1], TC_OP_WRITE, buf[1], CHUNK, 2 * CHUNK);
+	assert_int_equal(tc_ctx_pending(fx.ctx), 3);
+	/* A chunk of stripe 1: runs at once. */
+	raid_pending_submit(fx.ctx, fx.array, &p[2], TC_OP_WRITE, buf[2], CHUNK, 8 * CHUNK);
+	assert_int_equal(tc_ctx_pending(fx.ctx), 6);
+	for (unsigned i = 0; i < 3; i++)
+		assert_int_equal(raid_pending_wait(&p[i]), 0);
+	uint8_t back[9 * CHUNK];
+	assert_int_equal(tc_dev_pread(fx.array, back, sizeof(back), 0), 0);
+	assert_memory_equal(back, buf[0], CHUNK);
+	assert_memory_equal(back + 2 * CHUNK, buf[1], CHUNK);
+	assert_memory_equal(back + 8 * CHUNK, buf[2], CHUNK);
+	raid_fx_close(&fx);
+}
+
 /* ---- RAID 60 by composition ----------------------------------------------------------- */
 
 static void test_raid60(void **state)
@@ -784,6 +815,7 @@ int main(void)
 		cmocka_unit_test(test_rmw_read_error),
 		cmocka_unit_test(test_flush_fua),
 		cmocka_unit_test(test_rmw_rcw_choice),
+		cmocka_unit_test(test_stripe_lock),
 		cmocka_unit_test(test_raid60),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
