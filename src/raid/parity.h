@@ -43,7 +43,7 @@ int parity_recover(struct parity *p, size_t len, uint8_t *const *blocks, uint32_
 /* parity_check - 0 when the parity blocks match the data, else 1. */
 int parity_check(struct parity *p, size_t len, uint8_t *const *blocks);
 
-/* GF(2^8) helpers of ISA-L, for layers that need a coefficient (2^j). */
+/* GF(2^8) multiplication (ISA-L's gf_mul), for layers and tests that need a coefficient. */
 uint8_t parity_gf_mul(uint8_t a, uint8_t b);
 
 #endif /* TC_RAID_PARITY_H */

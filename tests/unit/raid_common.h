@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * raid_common.h - helpers of the array tests (test_raid_*.c): GF(2^8) arithmetic
+ * raid_common.h - what the array tests (test_raid_*.c) share: GF(2^8) arithmetic
  * written out plainly (polynomial 0x11d), the placement of data and parity the
  * documented layouts give (an implementation of its own, to check the array's
  * against), arrays over memory members, and requests in flight together.
