@@ -790,6 +790,50 @@ static void test_raid60(void **state)
 	tc_ctx_free(ctx);
 }
 
+/* RAID 50: RAID 0 over two RAID 5 arrays of 3 members; one member of each leg may
+ * fail. */
+static void test_raid50(void **state)
+{
+	struct raid_fx fx0;     /* leg 0, and the context of everything */
+	struct tc_array_opts r0 = { .level = TC_RAID0, .chunk = 2 * CHUNK };
+	tc_dev *legs[2], *array;
+
+	assert_int_equal(raid_fx_open(&fx0, TC_CTX_DETERMINISTIC, 5, TC_RAID5, 3, CHUNK,
+				      MEMBER), 0);
+	tc_ctx *ctx = fx0.ctx;
+	tc_ctx_set_log(ctx, keep_log, NULL, TC_LOG_ERROR);
+	tc_dev *m[3];
+	struct tc_array_opts r5 = { .level = TC_RAID5, .chunk = CHUNK };
+	for (unsigned i = 0; i < 3; i++)
+		assert_int_equal(tc_dev_new_memory(ctx, MEMBER, &m[i]), 0);
+	legs[0] = fx0.array;
+	assert_int_equal(tc_dev_new_array(ctx, &r5, m, 3, &legs[1]), 0);
+	assert_int_equal(tc_dev_new_array(ctx, &r0, legs, 2, &array), 0);
+	struct tc_dev_info info;
+	struct tc_dev_limits lim;
+	tc_dev_info(array, &info);
+	assert_int_equal(info.size, 2ull * 2 * MEMBER);
+	tc_dev_limits(array, &lim);
+	assert_int_equal(lim.redundancy, 1);
+
+	uint8_t *data = malloc(info.size), *back = malloc(info.size);
+	uint64_t seed = 50;
+	raid_fill(data, info.size, &seed);
+	assert_int_equal(tc_dev_pwrite(array, data, info.size, 0, 0), 0);
+	assert_int_equal(tc_array_fail_member(legs[0], 1), 0);
+	assert_int_equal(tc_array_fail_member(legs[1], 2), 0);
+	raid_fill(data, info.size / 3, &seed);
+	assert_int_equal(tc_dev_pwrite(array, data, info.size / 3 / CHUNK * CHUNK, 0, 0), 0);
+	assert_int_equal(tc_dev_pread(array, back, info.size / 3 / CHUNK * CHUNK, 0), 0);
+	assert_memory_equal(back, data, info.size / 3 / CHUNK * CHUNK);
+	assert_int_equal(tc_array_fail_member(legs[1], 0), 0);
+	assert_int_equal(tc_dev_pread(array, back, 4 * CHUNK, 0), -EIO);
+	free(data);
+	free(back);
+	tc_dev_close(array);
+	tc_ctx_free(ctx);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -816,6 +860,7 @@ int main(void)
 		cmocka_unit_test(test_flush_fua),
 		cmocka_unit_test(test_rmw_rcw_choice),
 		cmocka_unit_test(test_stripe_lock),
+		cmocka_unit_test(test_raid50),
 		cmocka_unit_test(test_raid60),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
