@@ -499,6 +499,16 @@ static void r56_rmw_read_done(struct r56_sop *op)
 	r56_write_out(op);
 }
 
+/* Complete data in the buffers: the new data over it, the parity afresh, write. */
+static void r56_encode_write(struct r56_sop *op)
+{
+	for (unsigned d = 0; d < op->r->k; d++)
+		if (op->touched & (1u << d))
+			r56_overlay(op, d);
+	parity_encode(op->r->par, op->hi - op->lo, op->buf);
+	r56_write_out(op);
+}
+
 static void r56_rcw_read_done(struct r56_sop *op)
 {
 	int ret = r56_read_result(op);
@@ -511,11 +521,7 @@ static void r56_rcw_read_done(struct r56_sop *op)
 		r56_write_plan(op);
 		return;
 	}
-	for (unsigned d = 0; d < op->r->k; d++)
-		if (op->touched & (1u << d))
-			r56_overlay(op, d);
-	parity_encode(op->r->par, op->hi - op->lo, op->buf);
-	r56_write_out(op);
+	r56_encode_write(op);
 }
 
 static void r56_full_read_done(struct r56_sop *op)
@@ -528,11 +534,7 @@ static void r56_full_read_done(struct r56_sop *op)
 		r56_end(op, ret);
 		return;
 	}
-	for (unsigned d = 0; d < op->r->k; d++)
-		if (op->touched & (1u << d))
-			r56_overlay(op, d);
-	parity_encode(op->r->par, op->hi - op->lo, op->buf);
-	r56_write_out(op);
+	r56_encode_write(op);
 }
 
 /* md's handle_stripe_dirtying: count the reads of each method, take the cheaper. */
