@@ -154,7 +154,8 @@ struct tc_dev_info {
 	uint64_t size;            /* bytes */
 	uint32_t logical_block_size; /* bytes, 512 or 4096 */
 	bool direct;              /* O_DIRECT in use (file backend) */
-	const char *backend;      /* "file", "memory", "crash", "emu", "fault", "nbd" */
+	const char *backend;      /* "file", "memory", "crash", "emu", "fault", "nbd",
+	                           * "array" */
 	const char *name;         /* path or a generated name */
 };
 
@@ -834,6 +835,111 @@ int tc_size_parse(const char *s, uint64_t *out);
  * else one decimal and a binary unit ("1.5 GiB", up to PiB).  Returns @buf.
  */
 const char *tc_size_format(uint64_t bytes, char *buf, size_t len);
+
+/* ------------------------------------------------------------------------------------
+ * Arrays: a device over member devices (software RAID 0, 1, 10, 5, 6; RAID 50 and 60
+ * as RAID 0 over RAID 5 or RAID 6 arrays).  An array is a tc_dev like any other: it is
+ * submitted to, watched (tc_dev_watch: degraded when a member fails within its
+ * redundancy, failed past it) and closed the same way, and its members may be any
+ * devices, arrays included.
+ */
+
+enum tc_raid_level_id {
+	TC_RAID0 = 0,   /* striping, no redundancy */
+	TC_RAID1 = 1,   /* n-way mirror */
+	TC_RAID5 = 5,   /* one parity chunk per stripe (P) */
+	TC_RAID6 = 6,   /* two parity chunks per stripe (P, Q) */
+	TC_RAID10 = 10, /* striped mirrors, md's near layout */
+};
+
+#define TC_ARRAY_MAX_MEMBERS 32
+#define TC_ARRAY_CHUNK_DEFAULT (256u << 10) /* bytes */
+#define TC_ARRAY_CHUNK_MIN 4096u            /* bytes */
+#define TC_ARRAY_CHUNK_MAX (64u << 20)      /* bytes */
+
+struct tc_array_opts {
+	enum tc_raid_level_id level;
+	uint32_t chunk;           /* bytes, a power of two in [TC_ARRAY_CHUNK_MIN,
+	                           * TC_ARRAY_CHUNK_MAX]; 0 = TC_ARRAY_CHUNK_DEFAULT */
+	unsigned copies;          /* RAID 10: copies of every chunk, 2..members; 0 = 2.
+	                           * Other levels: 0 */
+};
+
+enum tc_member_state {
+	TC_MEMBER_ACTIVE = 0,     /* in service */
+	TC_MEMBER_FAULTY = 1,     /* failed (I/O error or tc_array_fail_member): no longer
+	                           * read or written */
+};
+
+struct tc_array_member_status {
+	enum tc_member_state state;
+	const char *name;         /* the member device's name; valid until tc_dev_close() */
+	uint64_t size;            /* the member device's size, bytes */
+	uint64_t read_errors;     /* reads of this member that failed */
+	uint64_t corrected;       /* of these, rewritten from the other members */
+};
+
+struct tc_array_status {
+	enum tc_raid_level_id level;
+	uint32_t chunk;           /* bytes */
+	unsigned members;         /* in the array, faulty ones included */
+	unsigned data_members;    /* members' worth of data per stripe (RAID 1: 1) */
+	unsigned copies;          /* RAID 1 / 10: copies of every chunk; else 1 */
+	unsigned parity;          /* parity chunks per stripe: RAID 5 1, RAID 6 2; else 0 */
+	uint64_t size;            /* the array's size, bytes */
+	uint64_t member_size;     /* bytes used on every member (the smallest, whole chunks) */
+	unsigned faulty;          /* members faulty now */
+	int redundancy;           /* further member failures survivable now; -1 = failed */
+	bool degraded;            /* serving, with a member faulty */
+	bool failed;              /* past its redundancy: every request fails with -EIO */
+	struct tc_array_member_status member[TC_ARRAY_MAX_MEMBERS];
+};
+
+/*
+ * tc_dev_new_array - an array of level @o->level over the @n devices @members (in
+ * member order), as device "array" named after the level and its members.  Takes
+ * ownership of every member, also on failure (they are closed); the members must not
+ * be used directly afterwards except for inspection in tests.
+ * Layout (docs/raid.md): RAID 0 stripes chunks over the members in order; RAID 1
+ * writes every member and reads one (the one with the fewest requests in flight);
+ * RAID 10 is md's near layout (copies of a chunk on consecutive members); RAID 5 and
+ * RAID 6 rotate P (and Q after it) left-symmetrically as Linux md does by default
+ * (drivers/md/raid5.c, raid5_compute_sector), Q being sum of 2^i * D_i over GF(2^8)
+ * (polynomial 0x11d, as lib/raid6 and ISA-L's pq_gen).  A partial-stripe write reads
+ * what read-modify-write or reconstruct-write needs, whichever reads fewer chunks
+ * (md's handle_stripe_dirtying rule); a full-stripe write reads nothing.
+ * Sizes: members of different sizes are used up to the smallest (rounded down to a
+ * whole chunk; logged); the array holds that times the data members.  Logical block
+ * size: the members' (all must agree).  Limits (tc_dev_limits): io_min = chunk,
+ * io_opt = chunk x data members (RAID 1: the block size and 0, any size being as
+ * good), partial_stripe_expensive for RAID 5 and 6,
+ * redundancy = member failures survivable now (plus the least of the members' own).
+ * Errors (-EINVAL, the message names the value): unknown level, chunk not a power of
+ * two or out of range, too few members for the level (RAID 0: 2, RAID 1: 2, RAID 10:
+ * copies, RAID 5: 3, RAID 6: 4) or more than TC_ARRAY_MAX_MEMBERS, copies out of
+ * range, members of different logical block sizes, members smaller than one chunk;
+ * -ENOMEM.
+ */
+int tc_dev_new_array(tc_ctx *ctx, const struct tc_array_opts *o, tc_dev **members,
+		     unsigned n, tc_dev **out);
+
+/*
+ * tc_array_fail_member - mark member @i (0-based, member order) of @array faulty, as
+ * an I/O error would (for drills and tests).  The array reports TC_DEV_DEGRADED, or
+ * TC_DEV_FAILED when this is past its redundancy.  Returns 0, 1 when the member was
+ * already faulty, -EINVAL (@array is not an array, @i out of range).
+ */
+int tc_array_fail_member(tc_dev *array, unsigned i);
+
+/* tc_array_status - fill @st with @array's level, geometry, members and health.
+ * Returns 0 or -EINVAL (@array is not an array).  Thread-safe; a snapshot. */
+int tc_array_status(tc_dev *array, struct tc_array_status *st);
+
+/* tc_raid_level_name - "raid0", "raid1", "raid5", "raid6", "raid10"; NULL when
+ * unknown.  tc_raid_level_parse - the level of such a name (also "0", "1", "5", "6",
+ * "10"), or -EINVAL. */
+const char *tc_raid_level_name(unsigned level);
+int tc_raid_level_parse(const char *s);
 
 #ifdef __cplusplus
 }

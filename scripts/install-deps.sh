@@ -11,7 +11,7 @@ set -eu
 
 # Build: compiler, meson/ninja, and the libraries libtiercache links.
 BUILD_PKGS="build-essential meson ninja-build pkg-config
-	liburing-dev libxxhash-dev libjson-c-dev libcmocka-dev libblkid-dev libinih-dev"
+	liburing-dev libxxhash-dev libjson-c-dev libcmocka-dev libblkid-dev libinih-dev libisal-dev"
 # Tests and tools: fio and NBD clients for integration tests, nbdkit for the server,
 # qemu-img/qemu-io, gnuplot for benchmark plots, compression libraries for traces,
 # groff and man to render the manual pages (the build makes them with python3).

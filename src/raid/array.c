@@ -1,0 +1,780 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * array.c - the "array" backend: a device over N member devices, with a RAID level
+ * (raid.h's ops tables: raid0.c, raid1.c, raid10.c, raid56.c) deciding where data and
+ * parity go.
+ *
+ * What every level shares is here: the member table and member states (active,
+ * faulty), child requests to members (each a struct array_child, its completion
+ * calling the level back, as fault.c's child requests do), FLUSH to every active
+ * member, the limits an array publishes (io_min = chunk, io_opt = chunk x data
+ * members), and health: a member whose write (or flush) fails becomes faulty, the
+ * array then reports TC_DEV_DEGRADED while it still serves every byte and
+ * TC_DEV_FAILED past its redundancy, after which every request fails with -EIO.  A
+ * failed read is the level's to repair (md's read-error correction: reconstruct the
+ * data, rewrite it to the member, and fail the member only if that rewrite fails).
+ *
+ * The mapped engine for the levels without parity (RAID 0, 1, 10) is here too: a
+ * request is cut into runs that map contiguously (level->map), a write goes to every
+ * active copy of each run (it succeeds while one copy was written: the members that
+ * failed are faulty from then on), a read goes to one copy (the active one with the
+ * fewest requests in flight) and on an I/O error to the next, whose data is then
+ * rewritten to the member that failed.  On redundant levels DISCARD becomes
+ * WRITE_ZEROES, so that the copies never disagree.
+ *
+ * Nothing blocks: every step runs from a member's completion, on whatever thread
+ * completes it.  A request is never completed inside tc_dev_submit(): a thread-local
+ * depth counter tells array_complete() to go through a context work item when an
+ * array submit is on the stack.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "raid.h"
+#include "parity.h"
+
+static const struct tc_dev_ops array_ops;
+
+static _Thread_local unsigned array_submit_depth;
+
+static const struct tc_raid_level *const array_levels[] = {
+	&raid0_level, &raid1_level, &raid5_level, &raid6_level, &raid10_level,
+};
+
+static const struct tc_raid_level *array_level_of(unsigned id)
+{
+	for (size_t i = 0; i < sizeof(array_levels) / sizeof(array_levels[0]); i++)
+		if ((unsigned)array_levels[i]->id == id)
+			return array_levels[i];
+	return NULL;
+}
+
+const char *tc_raid_level_name(unsigned level)
+{
+	const struct tc_raid_level *l = array_level_of(level);
+
+	return l ? l->name : NULL;
+}
+
+int tc_raid_level_parse(const char *s)
+{
+	if (!s)
+		return -EINVAL;
+	for (size_t i = 0; i < sizeof(array_levels) / sizeof(array_levels[0]); i++) {
+		const struct tc_raid_level *l = array_levels[i];
+		if (!strcasecmp(s, l->name) || !strcmp(s, l->name + 4))
+			return (int)l->id;
+	}
+	return -EINVAL;
+}
+
+/* ------------------------------------------------------------------------------------
+ * Health.
+ */
+
+/* Member failures survivable now: the level's, plus the least of the active members'
+ * own (an array of arrays); negative when failed. */
+static int array_redundancy_now(struct tc_array *a, uint32_t faulty)
+{
+	int r = a->level->redundancy(a, faulty);
+	int least = 255;
+
+	if (r < 0)
+		return r;
+	for (unsigned i = 0; i < a->n; i++) {
+		if (faulty & (1u << i))
+			continue;
+		struct tc_dev_limits l;
+		tc_dev_limits(a->m[i].dev, &l);
+		if (l.redundancy < least)
+			least = l.redundancy;
+	}
+	r += least;
+	return r > 255 ? 255 : r;
+}
+
+/* Recompute the redundancy with the current faulty set and report a change. */
+static void array_health_changed(struct tc_array *a)
+{
+	pthread_mutex_lock(&a->lock);
+	uint32_t faulty = atomic_load(&a->faulty);
+	int r = array_redundancy_now(a, faulty);
+	int was = a->redundancy;
+	a->redundancy = r;
+	if (r < 0 && was >= 0) {
+		atomic_store_explicit(&a->failed, true, memory_order_release);
+		tc_err(a->dev.ctx, "array %s: failed: %u of %u members faulty, past its "
+		       "redundancy; every request fails with EIO", a->dev.name,
+		       (unsigned)__builtin_popcount(faulty), a->n);
+		tc_dev_event(&a->dev, TC_DEV_FAILED, 0);
+	} else if (r >= 0 && r < was) {
+		tc_dev_event(&a->dev, TC_DEV_DEGRADED, (uint8_t)r);
+	} else if (r >= 0 && r > was && was >= 0) {
+		tc_dev_event(&a->dev, TC_DEV_REDUNDANT, (uint8_t)r);
+	}
+	pthread_mutex_unlock(&a->lock);
+}
+
+bool array_member_fail(struct tc_array *a, unsigned i, const char *why, int err)
+{
+	int expect = TC_MEMBER_ACTIVE;
+
+	if (!atomic_compare_exchange_strong(&a->m[i].state, &expect, TC_MEMBER_FAULTY))
+		return false;
+	atomic_fetch_or(&a->faulty, 1u << i);
+	if (err)
+		tc_err(a->dev.ctx, "array %s: member %u (%s) faulty after a %s (%s)", a->dev.name,
+		       i, a->m[i].dev->name, why, strerror(err));
+	else
+		tc_err(a->dev.ctx, "array %s: member %u (%s) faulty: %s", a->dev.name, i,
+		       a->m[i].dev->name, why);
+	array_health_changed(a);
+	return true;
+}
+
+/* A member's own health change (an array of arrays, a fault layer). */
+static void array_member_event(void *opaque, tc_dev *member, enum tc_dev_event ev)
+{
+	struct tc_array *a = opaque;
+
+	for (unsigned i = 0; i < a->n; i++) {
+		if (a->m[i].dev != member)
+			continue;
+		if (ev == TC_DEV_FAILED)
+			array_member_fail(a, i, "failure it reported", 0);
+		else
+			array_health_changed(a);
+		return;
+	}
+}
+
+int tc_array_fail_member(tc_dev *dev, unsigned i)
+{
+	if (dev->ops != &array_ops) {
+		tc_err(dev->ctx, "device %s: failing a member needs an array, not %s",
+		       dev->name, dev->ops->name);
+		return -EINVAL;
+	}
+	struct tc_array *a = (struct tc_array *)dev;
+	if (i >= a->n) {
+		tc_err(dev->ctx, "array %s: no member %u (it has %u)", dev->name, i, a->n);
+		return -EINVAL;
+	}
+	return array_member_fail(a, i, "failed by request", 0) ? 0 : 1;
+}
+
+int tc_array_status(tc_dev *dev, struct tc_array_status *st)
+{
+	if (dev->ops != &array_ops) {
+		tc_err(dev->ctx, "device %s: array status needs an array, not %s", dev->name,
+		       dev->ops->name);
+		return -EINVAL;
+	}
+	struct tc_array *a = (struct tc_array *)dev;
+	memset(st, 0, sizeof(*st));
+	st->level = a->level->id;
+	st->chunk = (uint32_t)a->chunk;
+	st->members = a->n;
+	st->data_members = a->level->data_members(a);
+	st->copies = a->copies;
+	st->parity = a->level->parity;
+	st->size = a->dev.size;
+	st->member_size = a->member_size;
+	pthread_mutex_lock(&a->lock);
+	st->redundancy = a->redundancy < 0 ? -1 : a->redundancy;
+	pthread_mutex_unlock(&a->lock);
+	for (unsigned i = 0; i < a->n; i++) {
+		struct tc_array_member_status *ms = &st->member[i];
+		ms->state = atomic_load(&a->m[i].state);
+		ms->name = a->m[i].dev->name;
+		ms->size = a->m[i].dev->size;
+		ms->read_errors = atomic_load(&a->m[i].read_errors);
+		ms->corrected = atomic_load(&a->m[i].corrected);
+		if (ms->state == TC_MEMBER_FAULTY)
+			st->faulty++;
+	}
+	st->failed = array_failed(a);
+	st->degraded = !st->failed && st->faulty > 0;
+	return 0;
+}
+
+/* ------------------------------------------------------------------------------------
+ * Open.
+ */
+
+static int array_check(tc_ctx *ctx, const struct tc_array_opts *o, tc_dev **members,
+		       unsigned n, const struct tc_raid_level **levelp, uint32_t *chunkp,
+		       unsigned *copiesp)
+{
+	const struct tc_raid_level *l = array_level_of((unsigned)o->level);
+	uint32_t chunk = o->chunk ? o->chunk : TC_ARRAY_CHUNK_DEFAULT;
+	unsigned copies = 1, min;
+
+	if (!l) {
+		tc_err(ctx, "array: unknown RAID level %u (raid0, raid1, raid5, raid6, raid10)",
+		       (unsigned)o->level);
+		return -EINVAL;
+	}
+	if (chunk & (chunk - 1) || chunk < TC_ARRAY_CHUNK_MIN || chunk > TC_ARRAY_CHUNK_MAX) {
+		tc_err(ctx, "array: chunk %" PRIu32 " bytes is not a power of two from %u to %u",
+		       chunk, TC_ARRAY_CHUNK_MIN, TC_ARRAY_CHUNK_MAX);
+		return -EINVAL;
+	}
+	min = l->min_members;
+	if (l->id == TC_RAID10) {
+		copies = o->copies ? o->copies : 2;
+		if (copies < 2 || copies > TC_ARRAY_MAX_MEMBERS) {
+			tc_err(ctx, "array: %u copies for raid10 (2 to %u)", copies,
+			       TC_ARRAY_MAX_MEMBERS);
+			return -EINVAL;
+		}
+		if (copies > min)
+			min = copies;
+	} else if (o->copies) {
+		tc_err(ctx, "array: copies %u given for %s (raid10 only)", o->copies, l->name);
+		return -EINVAL;
+	} else if (l->id == TC_RAID1) {
+		copies = n;
+	}
+	if (n < min || n > TC_ARRAY_MAX_MEMBERS) {
+		tc_err(ctx, "array: %u members for %s (it needs %u to %u)", n, l->name, min,
+		       TC_ARRAY_MAX_MEMBERS);
+		return -EINVAL;
+	}
+	for (unsigned i = 0; i < n; i++) {
+		if (!members[i]) {
+			tc_err(ctx, "array: member %u is missing (NULL)", i);
+			return -EINVAL;
+		}
+		if (members[i]->lbs != members[0]->lbs) {
+			tc_err(ctx, "array: member %u (%s) has block size %" PRIu32 ", member 0 "
+			       "(%s) %" PRIu32, i, members[i]->name, members[i]->lbs,
+			       members[0]->name, members[0]->lbs);
+			return -EINVAL;
+		}
+		if (members[i]->size < chunk) {
+			tc_err(ctx, "array: member %u (%s) of %" PRIu64 " bytes is smaller than "
+			       "one chunk (%" PRIu32 ")", i, members[i]->name, members[i]->size,
+			       chunk);
+			return -EINVAL;
+		}
+	}
+	if (chunk < members[0]->lbs) {
+		tc_err(ctx, "array: chunk %" PRIu32 " below the members' block size %" PRIu32,
+		       chunk, members[0]->lbs);
+		return -EINVAL;
+	}
+	*levelp = l;
+	*chunkp = chunk;
+	*copiesp = copies;
+	return 0;
+}
+
+static void array_close_members(tc_dev **members, unsigned n)
+{
+	for (unsigned i = 0; i < n; i++)
+		tc_dev_close(members[i]);
+}
+
+static void array_name(char *buf, size_t size, const struct tc_raid_level *l,
+		       tc_dev **members, unsigned n)
+{
+	size_t used = (size_t)snprintf(buf, size, "%s(", l->name);
+
+	for (unsigned i = 0; i < n && used < size; i++)
+		used += (size_t)snprintf(buf + used, size - used, "%s%s", i ? "," : "",
+					 members[i]->name);
+	if (used < size)
+		snprintf(buf + used, size - used, ")");
+}
+
+int tc_dev_new_array(tc_ctx *ctx, const struct tc_array_opts *o, tc_dev **members,
+		     unsigned n, tc_dev **out)
+{
+	const struct tc_raid_level *l;
+	struct tc_array *a;
+	uint32_t chunk;
+	unsigned copies;
+	char name[256];
+	int ret;
+
+	*out = NULL;
+	ret = array_check(ctx, o, members, n, &l, &chunk, &copies);
+	if (ret < 0) {
+		array_close_members(members, n);
+		return ret;
+	}
+	a = calloc(1, sizeof(*a));
+	if (!a) {
+		array_close_members(members, n);
+		return -ENOMEM;
+	}
+	a->level = l;
+	a->n = n;
+	a->copies = copies;
+	a->chunk = chunk;
+	a->chunk_shift = (unsigned)__builtin_ctz(chunk);
+	uint64_t smallest = UINT64_MAX, largest = 0;
+	for (unsigned i = 0; i < n; i++) {
+		a->m[i].dev = members[i];
+		atomic_init(&a->m[i].state, TC_MEMBER_ACTIVE);
+		if (members[i]->size < smallest)
+			smallest = members[i]->size;
+		if (members[i]->size > largest)
+			largest = members[i]->size;
+	}
+	a->member_size = smallest / chunk * chunk;
+	array_name(name, sizeof(name), l, members, n);
+	if (largest != smallest)
+		tc_warn(ctx, "array %s: members of different sizes (%" PRIu64 " to %" PRIu64
+			" bytes): %" PRIu64 " bytes of each are used", name, smallest, largest,
+			a->member_size);
+	pthread_mutex_init(&a->lock, NULL);
+	ret = l->init ? l->init(a) : 0;
+	if (ret == 0)
+		ret = tc_dev_init(&a->dev, &array_ops, ctx, name, 0, members[0]->lbs);
+	if (ret < 0) {
+		if (l->fini)
+			l->fini(a);
+		pthread_mutex_destroy(&a->lock);
+		free(a);
+		array_close_members(members, n);
+		return ret;
+	}
+	a->dev.size = l->data_members(a) ? a->member_size * l->data_members(a)
+		: a->member_size / chunk * n / copies * chunk;
+	for (unsigned i = 0; i < n; i++)
+		tc_dev_watch(members[i], array_member_event, a);
+
+	unsigned data = l->data_members(a);
+	struct tc_dev_limits lim = {
+		.io_min = l->id == TC_RAID1 ? members[0]->lbs : chunk,
+		.io_opt = 0,
+		.partial_stripe_expensive = l->parity > 0,
+	};
+	if (l->id != TC_RAID1 && data && (uint64_t)chunk * data <= UINT32_MAX)
+		lim.io_opt = chunk * data;
+	a->redundancy = array_redundancy_now(a, 0);
+	lim.redundancy = (uint8_t)a->redundancy;
+	tc_dev_set_limits(&a->dev, &lim);
+	*out = &a->dev;
+	return 0;
+}
+
+/* ------------------------------------------------------------------------------------
+ * Child requests.
+ */
+
+void array_complete(struct tc_array *a, struct tc_io *io, int result)
+{
+	if (array_submit_depth)
+		tc_dev_complete_later(&a->dev, io, result);
+	else
+		tc_dev_complete(&a->dev, io, result);
+}
+
+static void array_child_done(struct tc_io *cio, int result)
+{
+	struct array_child *c = (struct array_child *)cio;
+
+	atomic_fetch_sub_explicit(&c->a->m[c->member].inflight, 1, memory_order_relaxed);
+	free(c->iovs);
+	c->iovs = NULL;
+	if (result < 0 && c->io.op == TC_OP_READ)
+		atomic_fetch_add(&c->a->m[c->member].read_errors, 1);
+	c->done(c, result);
+}
+
+/* The iovecs of [@skip, @skip + @len) of @iov, malloc'ed into *@out. */
+static int array_iov_slice(const struct iovec *iov, int iovcnt, uint64_t skip, uint64_t len,
+			   struct iovec **out)
+{
+	int first = 0, cnt = 0;
+
+	while (first < iovcnt && skip >= iov[first].iov_len)
+		skip -= iov[first++].iov_len;
+	uint64_t left = len, s = skip;
+	for (int i = first; i < iovcnt && left; i++, cnt++) {
+		uint64_t n = iov[i].iov_len - s;
+		left -= n < left ? n : left;
+		s = 0;
+	}
+	struct iovec *v = malloc(sizeof(*v) * (size_t)(cnt ? cnt : 1));
+	if (!v)
+		return -ENOMEM;
+	left = len;
+	for (int i = 0; i < cnt; i++) {
+		const struct iovec *src = &iov[first + i];
+		uint64_t n = src->iov_len - skip;
+		if (n > left)
+			n = left;
+		v[i].iov_base = (char *)src->iov_base + skip;
+		v[i].iov_len = n;
+		left -= n;
+		skip = 0;
+	}
+	*out = v;
+	return cnt;
+}
+
+void array_child_submit(struct tc_array *a, struct array_child *c, unsigned member,
+			unsigned op, unsigned flags, uint64_t off, uint64_t len, void *buf,
+			const struct tc_io *parent, uint64_t skip, array_child_fn done,
+			void *owner)
+{
+	const struct iovec *iov = NULL;
+	int iovcnt = 0;
+
+	c->a = a;
+	c->member = member;
+	c->done = done;
+	c->owner = owner;
+	c->iovs = NULL;
+	if (op == TC_OP_READ || op == TC_OP_WRITE) {
+		if (buf) {
+			c->iov1 = (struct iovec){ .iov_base = buf, .iov_len = len };
+			iov = &c->iov1;
+			iovcnt = 1;
+		} else {
+			iovcnt = array_iov_slice(parent->iov, parent->iovcnt, skip, len, &c->iovs);
+			iov = c->iovs;
+		}
+	}
+	c->io = (struct tc_io){
+		.op = (uint8_t)op,
+		.flags = (uint8_t)flags,
+		.offset = off,
+		.length = len,
+		.iov = iov,
+		.iovcnt = iovcnt,
+		.done = array_child_done,
+	};
+	atomic_fetch_add_explicit(&a->m[member].inflight, 1, memory_order_relaxed);
+	if (iovcnt < 0) {
+		c->iovs = NULL;
+		tc_dev_complete_later(&a->dev, &c->io, -ENOMEM);
+		return;
+	}
+	tc_dev_submit(a->m[member].dev, &c->io);
+}
+
+/* ------------------------------------------------------------------------------------
+ * FLUSH: every active member.  A member whose flush fails is faulty (what it wrote
+ * may not be durable); the flush succeeds while the array has not failed.
+ */
+
+struct array_flush {
+	struct tc_io *io;
+	atomic_uint pending;
+	struct array_child child[];
+};
+
+static void array_flush_done(struct array_child *c, int result)
+{
+	struct array_flush *f = c->owner;
+	struct tc_array *a = c->a;
+
+	if (result < 0)
+		array_member_fail(a, c->member, "flush error", -result);
+	if (atomic_fetch_sub(&f->pending, 1) != 1)
+		return;
+	struct tc_io *io = f->io;
+	free(f);
+	array_complete(a, io, array_failed(a) ? -EIO : 0);
+}
+
+static void array_flush(struct tc_array *a, struct tc_io *io)
+{
+	struct array_flush *f = calloc(1, sizeof(*f) + a->n * sizeof(f->child[0]));
+
+	if (!f) {
+		array_complete(a, io, -ENOMEM);
+		return;
+	}
+	f->io = io;
+	atomic_init(&f->pending, 1);
+	for (unsigned i = 0; i < a->n; i++) {
+		if (!array_member_active(a, i))
+			continue;
+		atomic_fetch_add(&f->pending, 1);
+		array_child_submit(a, &f->child[i], i, TC_OP_FLUSH, 0, 0, 0, NULL, NULL, 0,
+				   array_flush_done, f);
+	}
+	/* Drop the submit's own count. */
+	if (atomic_fetch_sub(&f->pending, 1) == 1) {
+		free(f);
+		array_complete(a, io, array_failed(a) ? -EIO : 0);
+	}
+}
+
+/* ------------------------------------------------------------------------------------
+ * The mapped engine (RAID 0, 1, 10).
+ */
+
+struct map_req {
+	struct tc_io *io;
+	struct tc_array *a;
+	atomic_uint refs;
+	atomic_int result;
+};
+
+struct map_seg {
+	struct map_req *req;
+	uint64_t skip, len;     /* the run, in the parent's bytes */
+	unsigned op, flags;
+	uint32_t tried, bad;    /* read: copies tried, copies that failed (bit per copy) */
+	atomic_uint pending;
+	atomic_uint ok;         /* write: copies written */
+	struct raid_extent ext;
+	struct array_child child[];
+};
+
+static void map_req_put(struct map_req *r)
+{
+	if (atomic_fetch_sub(&r->refs, 1) != 1)
+		return;
+	struct tc_io *io = r->io;
+	struct tc_array *a = r->a;
+	int result = atomic_load(&r->result);
+	free(r);
+	array_complete(a, io, result);
+}
+
+static void map_seg_end(struct map_seg *s, int result)
+{
+	struct map_req *r = s->req;
+
+	if (result < 0) {
+		int zero = 0;
+		atomic_compare_exchange_strong(&r->result, &zero, result);
+	}
+	free(s);
+	map_req_put(r);
+}
+
+static void map_read_next(struct map_seg *s);
+
+static void map_repair_done(struct array_child *c, int result)
+{
+	struct map_seg *s = c->owner;
+
+	if (result < 0)
+		array_member_fail(c->a, c->member, "rewrite after a read error", -result);
+	else
+		atomic_fetch_add(&c->a->m[c->member].corrected, 1);
+	if (atomic_fetch_sub(&s->pending, 1) == 1)
+		map_seg_end(s, 0);
+}
+
+static void map_read_done(struct array_child *c, int result)
+{
+	struct map_seg *s = c->owner;
+	struct tc_array *a = c->a;
+
+	if (result < 0) {
+		if (!array_io_error(result)) {
+			map_seg_end(s, result);
+			return;
+		}
+		unsigned ci = (unsigned)(c - s->child);
+		s->bad |= 1u << ci;
+		tc_warn(a->dev.ctx, "array %s: member %u (%s): read error (%s) at %" PRIu64
+			", reading another copy", a->dev.name, c->member, a->m[c->member].dev->name,
+			strerror(-result), c->io.offset);
+		map_read_next(s);
+		return;
+	}
+	if (!s->bad) {
+		map_seg_end(s, 0);
+		return;
+	}
+	/* md's read-error correction: rewrite the good data to the copies that failed. */
+	atomic_init(&s->pending, 1);
+	for (unsigned i = 0; i < s->ext.ncopies; i++) {
+		unsigned m = s->ext.copy[i].member;
+		if (!(s->bad & (1u << i)) || !array_member_active(a, m))
+			continue;
+		atomic_fetch_add(&s->pending, 1);
+		array_child_submit(a, &s->child[i], m, TC_OP_WRITE, 0, s->ext.copy[i].offset,
+				   s->len, NULL, s->req->io, s->skip, map_repair_done, s);
+	}
+	if (atomic_fetch_sub(&s->pending, 1) == 1)
+		map_seg_end(s, 0);
+}
+
+/* Read the run from the active copy not tried yet with the fewest requests in flight. */
+static void map_read_next(struct map_seg *s)
+{
+	struct tc_array *a = s->req->a;
+	unsigned best = UINT32_MAX, best_load = UINT32_MAX;
+	unsigned start = s->ext.ncopies > 1 ? atomic_fetch_add(&a->rr, 1) % s->ext.ncopies : 0;
+
+	for (unsigned j = 0; j < s->ext.ncopies; j++) {
+		unsigned i = (start + j) % s->ext.ncopies;
+		unsigned m = s->ext.copy[i].member;
+		if ((s->tried & (1u << i)) || !array_member_active(a, m))
+			continue;
+		unsigned load = atomic_load_explicit(&a->m[m].inflight, memory_order_relaxed);
+		if (load < best_load) {
+			best = i;
+			best_load = load;
+		}
+	}
+	if (best == UINT32_MAX) {
+		map_seg_end(s, -EIO);
+		return;
+	}
+	s->tried |= 1u << best;
+	array_child_submit(a, &s->child[best], s->ext.copy[best].member, TC_OP_READ, 0,
+			   s->ext.copy[best].offset, s->len, NULL, s->req->io, s->skip,
+			   map_read_done, s);
+}
+
+static void map_write_done(struct array_child *c, int result)
+{
+	struct map_seg *s = c->owner;
+
+	if (result < 0)
+		array_member_fail(c->a, c->member, "write error", -result);
+	else
+		atomic_fetch_add(&s->ok, 1);
+	if (atomic_fetch_sub(&s->pending, 1) == 1)
+		map_seg_end(s, atomic_load(&s->ok) ? 0 : -EIO);
+}
+
+static void map_write(struct map_seg *s)
+{
+	struct tc_array *a = s->req->a;
+
+	atomic_init(&s->pending, 1);
+	atomic_init(&s->ok, 0);
+	for (unsigned i = 0; i < s->ext.ncopies; i++) {
+		unsigned m = s->ext.copy[i].member;
+		if (!array_member_active(a, m))
+			continue;
+		atomic_fetch_add(&s->pending, 1);
+		array_child_submit(a, &s->child[i], m, s->op, s->flags, s->ext.copy[i].offset,
+				   s->len, NULL, s->req->io, s->skip, map_write_done, s);
+	}
+	if (atomic_fetch_sub(&s->pending, 1) == 1)
+		map_seg_end(s, atomic_load(&s->ok) ? 0 : -EIO);
+}
+
+void array_submit_mapped(struct tc_array *a, struct tc_io *io)
+{
+	struct map_req *r = malloc(sizeof(*r));
+	unsigned op = io->op;
+
+	if (!r) {
+		array_complete(a, io, -ENOMEM);
+		return;
+	}
+	if (op == TC_OP_DISCARD && a->copies > 1)
+		op = TC_OP_WRITE_ZEROES;
+	r->io = io;
+	r->a = a;
+	atomic_init(&r->refs, 1);
+	atomic_init(&r->result, 0);
+	for (uint64_t done = 0; done < io->length;) {
+		struct raid_extent ext;
+		a->level->map(a, io->offset + done, io->length - done, &ext);
+		struct map_seg *s = malloc(sizeof(*s) + ext.ncopies * sizeof(s->child[0]));
+		if (!s) {
+			int zero = 0;
+			atomic_compare_exchange_strong(&r->result, &zero, -ENOMEM);
+			break;
+		}
+		s->req = r;
+		s->skip = done;
+		s->len = ext.len;
+		s->op = op;
+		s->flags = io->flags;
+		s->tried = s->bad = 0;
+		s->ext = ext;
+		atomic_fetch_add(&r->refs, 1);
+		if (op == TC_OP_READ)
+			map_read_next(s);
+		else
+			map_write(s);
+		done += ext.len;
+	}
+	map_req_put(r);
+}
+
+/* ---- md's near layout, shared by RAID 0 (1 copy), RAID 1 (n copies) and RAID 10 --- */
+
+void array_near_map(const struct tc_array *a, unsigned copies, uint64_t off, uint64_t len,
+		    struct raid_extent *ext)
+{
+	uint64_t chunk = off >> a->chunk_shift, in = off & (a->chunk - 1);
+
+	ext->len = a->chunk - in < len ? a->chunk - in : len;
+	ext->ncopies = copies;
+	for (unsigned r = 0; r < copies; r++) {
+		uint64_t slot = chunk * copies + r;
+		ext->copy[r].member = (unsigned)(slot % a->n);
+		ext->copy[r].offset = ((slot / a->n) << a->chunk_shift) + in;
+	}
+}
+
+int array_near_redundancy(const struct tc_array *a, unsigned copies, uint32_t faulty)
+{
+	unsigned g = copies, n = a->n, least = copies;
+
+	for (unsigned t = n; t;) {      /* g = gcd(copies, n): the copy sets start at g's */
+		unsigned r = g % t;
+		g = t;
+		t = r;
+	}
+	for (unsigned p = 0; p < n; p += g) {
+		unsigned active = 0;
+		for (unsigned r = 0; r < copies; r++)
+			if (!(faulty & (1u << ((p + r) % n))))
+				active++;
+		if (active < least)
+			least = active;
+	}
+	return (int)least - 1;
+}
+
+/* ------------------------------------------------------------------------------------
+ * Submit and close.
+ */
+
+static void array_submit(struct tc_dev *dev, struct tc_io *io)
+{
+	struct tc_array *a = (struct tc_array *)dev;
+
+	array_submit_depth++;
+	if (array_failed(a))
+		array_complete(a, io, -EIO);
+	else if (io->op == TC_OP_FLUSH)
+		array_flush(a, io);
+	else
+		a->level->submit(a, io);
+	array_submit_depth--;
+}
+
+static void array_close(struct tc_dev *dev)
+{
+	struct tc_array *a = (struct tc_array *)dev;
+
+	for (unsigned i = 0; i < a->n; i++)
+		tc_dev_unwatch(a->m[i].dev, array_member_event, a);
+	if (a->level->fini)
+		a->level->fini(a);
+	for (unsigned i = 0; i < a->n; i++)
+		tc_dev_close(a->m[i].dev);
+	pthread_mutex_destroy(&a->lock);
+	tc_dev_fini(dev);
+	free(a);
+}
+
+static const struct tc_dev_ops array_ops = {
+	.name = "array",
+	.submit = array_submit,
+	.close = array_close,
+};

@@ -1,0 +1,739 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * raid56.c - RAID 5 and RAID 6: k = n - m data chunks and m parity chunks (m = 1: P;
+ * m = 2: P and Q) in every stripe, the parity rotating over the members
+ * left-symmetrically, md's default (drivers/md/raid5.c, raid5_compute_sector,
+ * ALGORITHM_LEFT_SYMMETRIC): in stripe s, P is on member n - 1 - (s mod n), Q on the
+ * member after it, and data chunk i on member (P + m + i) mod n, so that consecutive
+ * chunks of the array go round the members.  Q's coefficient of data chunk i is 2^i
+ * (parity.c).
+ *
+ * A request is cut into stripe operations, one per stripe it touches, which run in
+ * parallel; each covers the rows [lo, hi) of the chunk that the request touches in
+ * any of the stripe's data chunks.  Stripe operations that read parity or change it
+ * take the stripe lock (a hash of stripes being updated, with a FIFO of waiters per
+ * stripe), so overlapping updates of one stripe run one after the other while other
+ * stripes go on.
+ *
+ * Writes, after md's handle_stripe_dirtying(): a full-stripe write reads nothing;
+ * otherwise read-modify-write reads the old data being replaced and the parity
+ * ((touched + m) reads) and patches the parity with the difference, reconstruct-write
+ * reads the data chunks not wholly rewritten ((k - wholly rewritten) reads) and
+ * computes the parity afresh; the one with fewer reads is chosen, reconstruct-write on
+ * a tie.  Degraded (a member faulty) or after a read error, the write reads what it
+ * can, rebuilds what is missing and computes the parity from complete data; a member
+ * missing is simply not written.  Reads go straight to the data members, without the
+ * lock, unless a member they need is faulty or a read fails: then the stripe is read
+ * under the lock, the lost chunks are rebuilt from the others, and the chunks whose
+ * read failed are rewritten (md's read-error correction; the member is faulty only if
+ * that rewrite fails).  More members missing than m: -EIO, never a guess.
+ *
+ * Every step runs from the completion of the step's last member request, on that
+ * thread (parity included): nothing waits and nothing is queued onto the context.
+ * WRITE_ZEROES and DISCARD are writes of zeros (the parity must cover what a later
+ * read returns).
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "raid.h"
+#include "parity.h"
+
+#define R56_BUCKETS 256u
+#define R56_POOL 32u
+
+struct r56_sop;
+
+struct r56 {
+	struct parity *par;
+	unsigned k, m;
+	pthread_mutex_t lock;                   /* the stripe lock table */
+	struct r56_sop *bucket[R56_BUCKETS];    /* stripe operations holding a stripe */
+	/* Stripe buffers (n + 1 chunks each) kept for reuse: a fresh allocation of that
+	 * size is a fresh mapping, page faults and zeroing included. */
+	pthread_mutex_t pool_lock;
+	unsigned npool;
+	uint8_t *pool[R56_POOL];
+};
+
+struct r56_req {
+	struct tc_io *io;
+	struct tc_array *a;
+	atomic_uint refs;
+	atomic_int result;
+};
+
+typedef void (*r56_step_fn)(struct r56_sop *op);
+
+/* One stripe operation.  Slots: data 0..k-1, P = k, Q = k + 1. */
+struct r56_sop {
+	struct r56_req *req;
+	struct tc_array *a;
+	struct r56 *r;
+	uint64_t stripe;
+	unsigned op;                    /* TC_OP_READ or TC_OP_WRITE */
+	unsigned flags;
+	bool zero;                      /* a write of zeros */
+	bool locked;
+	uint64_t lo, hi;                /* rows of the chunk, bytes */
+	uint64_t ws[TC_ARRAY_MAX_MEMBERS], we[TC_ARRAY_MAX_MEMBERS]; /* data slot rows */
+	uint64_t skip[TC_ARRAY_MAX_MEMBERS];    /* the parent's byte at ws */
+	uint32_t touched;               /* data slots in the request */
+	unsigned member[TC_ARRAY_MAX_MEMBERS];  /* of each slot */
+	uint8_t *mem, *buf[TC_ARRAY_MAX_MEMBERS], *tmp;
+	uint32_t lost, bad;             /* slots faulty, slots whose read failed */
+	_Atomic uint32_t failed;        /* slots whose request of this step failed */
+	atomic_int err;                 /* a failure not the members' (-ENOMEM) */
+	atomic_uint pending;
+	r56_step_fn next;
+	r56_step_fn on_lock;
+	struct r56_sop *hnext;          /* bucket chain of holders */
+	struct r56_sop *wait_head, *wait_tail, *wnext; /* waiters for this stripe */
+	struct array_child child[TC_ARRAY_MAX_MEMBERS];
+};
+
+/* ------------------------------------------------------------------------------------
+ * The stripe lock.
+ */
+
+/* Take @op's stripe, or queue @op behind its holder (started by r56_unlock). */
+static bool r56_lock(struct r56_sop *op)
+{
+	struct r56 *r = op->r;
+	unsigned b = (unsigned)(op->stripe % R56_BUCKETS);
+	bool got = true;
+
+	pthread_mutex_lock(&r->lock);
+	for (struct r56_sop *h = r->bucket[b]; h; h = h->hnext)
+		if (h->stripe == op->stripe) {
+			op->wnext = NULL;
+			if (h->wait_tail)
+				h->wait_tail->wnext = op;
+			else
+				h->wait_head = op;
+			h->wait_tail = op;
+			got = false;
+			break;
+		}
+	if (got) {
+		op->hnext = r->bucket[b];
+		r->bucket[b] = op;
+		op->wait_head = op->wait_tail = NULL;
+		op->locked = true;
+	}
+	/* A queued @op may be started (and its locked set) by another thread as soon as
+	 * the table is unlocked: nothing of @op is touched after this. */
+	pthread_mutex_unlock(&r->lock);
+	return got;
+}
+
+static void r56_unlock(struct r56_sop *op)
+{
+	struct r56 *r = op->r;
+	unsigned b = (unsigned)(op->stripe % R56_BUCKETS);
+	struct r56_sop *w;
+
+	pthread_mutex_lock(&r->lock);
+	for (struct r56_sop **p = &r->bucket[b]; *p; p = &(*p)->hnext)
+		if (*p == op) {
+			*p = op->hnext;
+			break;
+		}
+	w = op->wait_head;
+	if (w) {
+		w->wait_head = w->wnext;
+		w->wait_tail = w->wnext ? op->wait_tail : NULL;
+		w->hnext = r->bucket[b];
+		r->bucket[b] = w;
+		w->locked = true;
+	}
+	op->locked = false;
+	pthread_mutex_unlock(&r->lock);
+	if (w)
+		w->on_lock(w);
+}
+
+/* ------------------------------------------------------------------------------------
+ * Steps: a set of member requests, then the next step from the last completion.
+ */
+
+static void r56_req_put(struct r56_req *q)
+{
+	if (atomic_fetch_sub(&q->refs, 1) != 1)
+		return;
+	struct tc_io *io = q->io;
+	struct tc_array *a = q->a;
+	int result = atomic_load(&q->result);
+	free(q);
+	array_complete(a, io, result);
+}
+
+static void r56_end(struct r56_sop *op, int result)
+{
+	struct r56_req *q = op->req;
+
+	if (result < 0) {
+		int zero = 0;
+		atomic_compare_exchange_strong(&q->result, &zero, result);
+	}
+	if (op->locked)
+		r56_unlock(op);
+	if (op->mem) {
+		struct r56 *r = op->r;
+		pthread_mutex_lock(&r->pool_lock);
+		if (r->npool < R56_POOL) {
+			r->pool[r->npool++] = op->mem;
+			op->mem = NULL;
+		}
+		pthread_mutex_unlock(&r->pool_lock);
+		free(op->mem);
+	}
+	free(op);
+	r56_req_put(q);
+}
+
+static void r56_step_begin(struct r56_sop *op, r56_step_fn next)
+{
+	op->next = next;
+	atomic_store(&op->failed, 0);
+	atomic_init(&op->pending, 1);
+}
+
+static void r56_step_put(struct r56_sop *op)
+{
+	if (atomic_fetch_sub(&op->pending, 1) == 1)
+		op->next(op);
+}
+
+static void r56_child_done(struct array_child *c, int result)
+{
+	struct r56_sop *op = c->owner;
+	unsigned slot = (unsigned)(c - op->child);
+
+	if (result < 0) {
+		if (c->io.op != TC_OP_READ)
+			array_member_fail(c->a, c->member, "write error", -result);
+		if (array_io_error(result) || c->io.op != TC_OP_READ) {
+			atomic_fetch_or(&op->failed, 1u << slot);
+		} else {
+			int zero = 0;
+			atomic_compare_exchange_strong(&op->err, &zero, result);
+		}
+	}
+	r56_step_put(op);
+}
+
+/* Add a request of @slot's member to the step: rows [@from, @to) of its chunk, from or
+ * into @buf (NULL: the parent's iovecs at @skip). */
+static void r56_io(struct r56_sop *op, unsigned slot, unsigned rw, uint64_t from,
+		   uint64_t to, uint8_t *buf, uint64_t skip)
+{
+	struct tc_array *a = op->a;
+
+	atomic_fetch_add(&op->pending, 1);
+	array_child_submit(a, &op->child[slot], op->member[slot], rw,
+			   rw == TC_OP_WRITE ? op->flags : 0,
+			   (op->stripe << a->chunk_shift) + from, to - from, buf, op->req->io,
+			   skip, r56_child_done, op);
+}
+
+/* Slots whose members are faulty now. */
+static uint32_t r56_lost(struct r56_sop *op)
+{
+	uint32_t lost = 0;
+
+	for (unsigned s = 0; s < op->r->k + op->r->m; s++)
+		if (!array_member_active(op->a, op->member[s]))
+			lost |= 1u << s;
+	return lost;
+}
+
+static int r56_buffers(struct r56_sop *op)
+{
+	struct r56 *r = op->r;
+	unsigned n = r->k + r->m;
+	size_t stride = op->a->chunk;   /* a multiple of PARITY_ALIGN */
+
+	if (op->mem)
+		return 0;
+	pthread_mutex_lock(&r->pool_lock);
+	if (r->npool)
+		op->mem = r->pool[--r->npool];
+	pthread_mutex_unlock(&r->pool_lock);
+	if (!op->mem)
+		op->mem = aligned_alloc(PARITY_ALIGN, stride * (n + 1));
+	if (!op->mem)
+		return -ENOMEM;
+	for (unsigned s = 0; s < n; s++)
+		op->buf[s] = op->mem + stride * s;
+	op->tmp = op->mem + stride * n;
+	return 0;
+}
+
+/* A step of @rw (READ or WRITE) of the rows lo..hi of @slots, from or into their
+ * buffers. */
+static void r56_step_rows(struct r56_sop *op, unsigned rw, uint32_t slots, r56_step_fn next)
+{
+	r56_step_begin(op, next);
+	for (unsigned s = 0; s < op->r->k + op->r->m; s++)
+		if (slots & (1u << s))
+			r56_io(op, s, rw, op->lo, op->hi, op->buf[s], 0);
+	r56_step_put(op);
+}
+
+static void r56_step_read(struct r56_sop *op, uint32_t slots, r56_step_fn next)
+{
+	r56_step_rows(op, TC_OP_READ, slots, next);
+}
+
+/* After a write step: the chunks that had failed to read and were rewritten. */
+static void r56_count_corrected(struct r56_sop *op)
+{
+	uint32_t failed = atomic_load(&op->failed);
+
+	for (unsigned s = 0; s < op->r->k + op->r->m; s++)
+		if ((op->bad & (1u << s)) && !(failed & (1u << s)))
+			atomic_fetch_add(&op->a->m[op->member[s]].corrected, 1);
+}
+
+/* After a read step: fold the failed reads into op->bad.  Returns the error to end
+ * with, 1 when a read of this step failed, or 0. */
+static int r56_read_result(struct r56_sop *op)
+{
+	int err = atomic_load(&op->err);
+	uint32_t failed = atomic_load(&op->failed);
+
+	if (err)
+		return err;
+	op->bad |= failed;
+	return failed ? 1 : 0;
+}
+
+/* Rebuild the slots in lost | bad from the others (all read into buffers). */
+static int r56_rebuild(struct r56_sop *op)
+{
+	uint32_t miss = op->lost | op->bad;
+
+	if ((unsigned)__builtin_popcount(miss) > op->r->m) {
+		tc_err(op->a->dev.ctx, "array %s: stripe %" PRIu64 ": %u chunks unreadable, "
+		       "more than the %u parity can rebuild", op->a->dev.name, op->stripe,
+		       (unsigned)__builtin_popcount(miss), op->r->m);
+		return -EIO;
+	}
+	return parity_recover(op->r->par, op->hi - op->lo, op->buf, miss);
+}
+
+/* ------------------------------------------------------------------------------------
+ * Reads.
+ */
+
+static void r56_repaired(struct r56_sop *op)
+{
+	r56_count_corrected(op);
+	r56_end(op, 0);
+}
+
+static void r56_locked_read_done(struct r56_sop *op)
+{
+	int ret = r56_read_result(op);
+
+	if (ret >= 0)
+		ret = r56_rebuild(op);
+	if (ret < 0) {
+		r56_end(op, ret);
+		return;
+	}
+	struct tc_io *io = op->req->io;
+	for (unsigned d = 0; d < op->r->k; d++)
+		if (op->touched & (1u << d))
+			tc_buf_to_iov(io->iov, io->iovcnt, op->skip[d], op->buf[d] + op->ws[d] - op->lo,
+				      op->we[d] - op->ws[d]);
+	/* Rewrite what failed to read, from the rebuilt data. */
+	uint32_t repair = op->bad & ~r56_lost(op);
+	if (!repair) {
+		r56_end(op, 0);
+		return;
+	}
+	r56_step_rows(op, TC_OP_WRITE, repair, r56_repaired);
+}
+
+/* Under the lock: read every readable chunk, rebuild, copy out, repair. */
+static void r56_locked_read(struct r56_sop *op)
+{
+	unsigned n = op->r->k + op->r->m;
+
+	if (r56_buffers(op) < 0) {
+		r56_end(op, -ENOMEM);
+		return;
+	}
+	op->lost = r56_lost(op);
+	r56_step_read(op, ((1u << n) - 1) & ~(op->lost | op->bad), r56_locked_read_done);
+}
+
+static void r56_fast_read_done(struct r56_sop *op)
+{
+	int ret = r56_read_result(op);
+
+	if (ret <= 0) {
+		r56_end(op, ret);
+		return;
+	}
+	for (unsigned s = 0; s < op->r->k; s++)
+		if (op->bad & (1u << s))
+			tc_warn(op->a->dev.ctx, "array %s: member %u (%s): read error in stripe %"
+				PRIu64 ", rebuilding from the others", op->a->dev.name,
+				op->member[s], op->a->m[op->member[s]].dev->name, op->stripe);
+	op->on_lock = r56_locked_read;
+	if (r56_lock(op))
+		r56_locked_read(op);
+}
+
+static void r56_read(struct r56_sop *op)
+{
+	if (op->touched & r56_lost(op)) {
+		op->on_lock = r56_locked_read;
+		if (r56_lock(op))
+			r56_locked_read(op);
+		return;
+	}
+	/* Straight to the data members, into the parent's buffers. */
+	r56_step_begin(op, r56_fast_read_done);
+	for (unsigned d = 0; d < op->r->k; d++)
+		if (op->touched & (1u << d))
+			r56_io(op, d, TC_OP_READ, op->ws[d], op->we[d], NULL, op->skip[d]);
+	r56_step_put(op);
+}
+
+/* ------------------------------------------------------------------------------------
+ * Writes.
+ */
+
+static void r56_write_plan(struct r56_sop *op);
+
+/* The bytes [@skip, @skip + @len) of @io's data when one iovec holds them all. */
+static uint8_t *r56_iov_at(const struct tc_io *io, uint64_t skip, uint64_t len)
+{
+	for (int i = 0; i < io->iovcnt; i++) {
+		if (skip < io->iov[i].iov_len)
+			return io->iov[i].iov_len - skip >= len ?
+				(uint8_t *)io->iov[i].iov_base + skip : NULL;
+		skip -= io->iov[i].iov_len;
+	}
+	return NULL;
+}
+
+/* The new data over the old in the data slot buffers.  A data chunk rewritten over
+ * all the rows is not copied when the caller's buffer is aligned as the parity code
+ * needs: the slot then points into it (only read from then on). */
+static void r56_overlay(struct r56_sop *op, unsigned d)
+{
+	uint8_t *p = op->buf[d] + op->ws[d] - op->lo;
+	uint64_t len = op->we[d] - op->ws[d];
+	struct tc_io *io = op->req->io;
+
+	if (!op->zero && op->ws[d] == op->lo && op->we[d] == op->hi) {
+		uint8_t *src = r56_iov_at(io, op->skip[d], len);
+		if (src && (uintptr_t)src % 32 == 0) {
+			op->buf[d] = src;
+			return;
+		}
+	}
+	if (op->zero)
+		memset(p, 0, len);
+	else
+		tc_iov_to_buf(p, io->iov, io->iovcnt, op->skip[d], len);
+}
+
+static void r56_written(struct r56_sop *op)
+{
+	r56_count_corrected(op);
+	r56_end(op, array_failed(op->a) ? -EIO : 0);
+}
+
+/* Write the new data, the parity, and whatever failed to read (rows lo..hi). */
+static void r56_write_out(struct r56_sop *op)
+{
+	unsigned k = op->r->k, n = k + op->r->m;
+	uint32_t lost = r56_lost(op);
+
+	r56_step_begin(op, r56_written);
+	for (unsigned s = 0; s < n; s++) {
+		if (lost & (1u << s))
+			continue;
+		if (s >= k || (op->bad & (1u << s)))
+			r56_io(op, s, TC_OP_WRITE, op->lo, op->hi, op->buf[s], 0);
+		else if (op->touched & (1u << s))
+			r56_io(op, s, TC_OP_WRITE, op->ws[s], op->we[s],
+			       op->buf[s] + op->ws[s] - op->lo, 0);
+	}
+	r56_step_put(op);
+}
+
+static void r56_rmw_read_done(struct r56_sop *op)
+{
+	int ret = r56_read_result(op);
+	unsigned k = op->r->k;
+	size_t len = op->hi - op->lo;
+
+	if (ret < 0) {
+		r56_end(op, ret);
+		return;
+	}
+	if (ret > 0) {          /* a read failed: plan again without that member */
+		r56_write_plan(op);
+		return;
+	}
+	for (unsigned d = 0; d < k; d++) {
+		if (!(op->touched & (1u << d)))
+			continue;
+		memcpy(op->tmp, op->buf[d], len);
+		r56_overlay(op, d);     /* may point buf[d] at the caller's data */
+		uint64_t *t = (uint64_t *)(void *)op->tmp;
+		const uint64_t *b = (const uint64_t *)(const void *)op->buf[d];
+		for (size_t i = 0; i < len / 8; i++)
+			t[i] ^= b[i];
+		parity_update(op->r->par, len, d, op->tmp, &op->buf[k]);
+	}
+	r56_write_out(op);
+}
+
+/* Complete data in the buffers: the new data over it, the parity afresh, write. */
+static void r56_encode_write(struct r56_sop *op)
+{
+	for (unsigned d = 0; d < op->r->k; d++)
+		if (op->touched & (1u << d))
+			r56_overlay(op, d);
+	parity_encode(op->r->par, op->hi - op->lo, op->buf);
+	r56_write_out(op);
+}
+
+static void r56_rcw_read_done(struct r56_sop *op)
+{
+	int ret = r56_read_result(op);
+
+	if (ret < 0) {
+		r56_end(op, ret);
+		return;
+	}
+	if (ret > 0) {          /* a read failed: plan again without that member */
+		r56_write_plan(op);
+		return;
+	}
+	r56_encode_write(op);
+}
+
+static void r56_full_read_done(struct r56_sop *op)
+{
+	int ret = r56_read_result(op);
+
+	if (ret >= 0)
+		ret = r56_rebuild(op);
+	if (ret < 0) {
+		r56_end(op, ret);
+		return;
+	}
+	r56_encode_write(op);
+}
+
+/* md's handle_stripe_dirtying: count the reads of each method, take the cheaper. */
+static void r56_write_plan(struct r56_sop *op)
+{
+	unsigned k = op->r->k, n = k + op->r->m;
+	uint32_t all = (1u << n) - 1, parity = all & ~((1u << k) - 1);
+	uint32_t rcw = 0, rmw = op->touched | parity;
+
+	if (r56_buffers(op) < 0) {
+		r56_end(op, -ENOMEM);
+		return;
+	}
+	op->lost = r56_lost(op);
+	uint32_t miss = op->lost | op->bad;
+	for (unsigned d = 0; d < k; d++) {
+		bool whole = (op->touched & (1u << d)) && op->ws[d] <= op->lo &&
+			     op->we[d] >= op->hi;
+		if (!whole)
+			rcw |= 1u << d;
+	}
+	if (!miss && __builtin_popcount(rmw) < __builtin_popcount(rcw))
+		r56_step_read(op, rmw, r56_rmw_read_done);
+	else if (!(rcw & miss))
+		r56_step_read(op, rcw, r56_rcw_read_done);
+	else
+		r56_step_read(op, all & ~miss, r56_full_read_done);
+}
+
+static void r56_write(struct r56_sop *op)
+{
+	op->on_lock = r56_write_plan;
+	if (r56_lock(op))
+		r56_write_plan(op);
+}
+
+/* ------------------------------------------------------------------------------------
+ * Submit: one stripe operation per stripe.
+ */
+
+static void r56_slots(struct tc_array *a, unsigned m, uint64_t stripe, unsigned *member)
+{
+	unsigned n = a->n, k = n - m;
+	unsigned pd = n - 1 - (unsigned)(stripe % n);
+
+	member[k] = pd;
+	if (m == 2)
+		member[k + 1] = (pd + 1) % n;
+	for (unsigned i = 0; i < k; i++)
+		member[i] = (pd + m + i) % n;
+}
+
+static void r56_submit(struct tc_array *a, struct tc_io *io)
+{
+	struct r56 *r = a->level_priv;
+	uint64_t stripe_bytes = a->chunk * r->k;
+	struct r56_req *q = malloc(sizeof(*q));
+
+	if (!q) {
+		array_complete(a, io, -ENOMEM);
+		return;
+	}
+	q->io = io;
+	q->a = a;
+	atomic_init(&q->refs, 1);
+	atomic_init(&q->result, 0);
+	for (uint64_t done = 0; done < io->length;) {
+		uint64_t off = io->offset + done, in = off % stripe_bytes;
+		uint64_t len = stripe_bytes - in < io->length - done ? stripe_bytes - in
+			: io->length - done;
+		struct r56_sop *op = calloc(1, sizeof(*op));
+		if (!op) {
+			int zero = 0;
+			atomic_compare_exchange_strong(&q->result, &zero, -ENOMEM);
+			break;
+		}
+		op->req = q;
+		op->a = a;
+		op->r = r;
+		op->stripe = off / stripe_bytes;
+		op->op = io->op == TC_OP_READ ? TC_OP_READ : TC_OP_WRITE;
+		op->zero = io->op == TC_OP_WRITE_ZEROES || io->op == TC_OP_DISCARD;
+		op->flags = io->flags;
+		op->lo = a->chunk;
+		r56_slots(a, r->m, op->stripe, op->member);
+		for (uint64_t at = 0; at < len;) {
+			unsigned d = (unsigned)((in + at) >> a->chunk_shift);
+			uint64_t c_in = (in + at) & (a->chunk - 1);
+			uint64_t c_len = a->chunk - c_in < len - at ? a->chunk - c_in : len - at;
+			op->touched |= 1u << d;
+			op->ws[d] = c_in;
+			op->we[d] = c_in + c_len;
+			op->skip[d] = done + at;
+			if (c_in < op->lo)
+				op->lo = c_in;
+			if (c_in + c_len > op->hi)
+				op->hi = c_in + c_len;
+			at += c_len;
+		}
+		atomic_init(&op->err, 0);
+		atomic_fetch_add(&q->refs, 1);
+		if (op->op == TC_OP_READ)
+			r56_read(op);
+		else
+			r56_write(op);
+		done += len;
+	}
+	r56_req_put(q);
+}
+
+/* ------------------------------------------------------------------------------------
+ * The level tables.
+ */
+
+static int r56_init(struct tc_array *a, unsigned m)
+{
+	struct r56 *r = calloc(1, sizeof(*r));
+	int ret;
+
+	if (!r)
+		return -ENOMEM;
+	r->k = a->n - m;
+	r->m = m;
+	ret = parity_new(r->k, m, &r->par);
+	if (ret < 0) {
+		free(r);
+		return ret;
+	}
+	pthread_mutex_init(&r->lock, NULL);
+	pthread_mutex_init(&r->pool_lock, NULL);
+	a->level_priv = r;
+	return 0;
+}
+
+static int raid5_init(struct tc_array *a)
+{
+	return r56_init(a, 1);
+}
+
+static int raid6_init(struct tc_array *a)
+{
+	return r56_init(a, 2);
+}
+
+static void r56_fini(struct tc_array *a)
+{
+	struct r56 *r = a->level_priv;
+
+	if (!r)
+		return;
+	parity_free(r->par);
+	while (r->npool)
+		free(r->pool[--r->npool]);
+	pthread_mutex_destroy(&r->pool_lock);
+	pthread_mutex_destroy(&r->lock);
+	free(r);
+	a->level_priv = NULL;
+}
+
+static unsigned raid5_data_members(const struct tc_array *a)
+{
+	return a->n - 1;
+}
+
+static unsigned raid6_data_members(const struct tc_array *a)
+{
+	return a->n - 2;
+}
+
+static int raid5_redundancy(const struct tc_array *a, uint32_t faulty)
+{
+	return 1 - __builtin_popcount(faulty);
+}
+
+static int raid6_redundancy(const struct tc_array *a, uint32_t faulty)
+{
+	return 2 - __builtin_popcount(faulty);
+}
+
+const struct tc_raid_level raid5_level = {
+	.name = "raid5",
+	.id = TC_RAID5,
+	.min_members = 3,
+	.parity = 1,
+	.data_members = raid5_data_members,
+	.init = raid5_init,
+	.fini = r56_fini,
+	.submit = r56_submit,
+	.redundancy = raid5_redundancy,
+};
+
+const struct tc_raid_level raid6_level = {
+	.name = "raid6",
+	.id = TC_RAID6,
+	.min_members = 4,
+	.parity = 2,
+	.data_members = raid6_data_members,
+	.init = raid6_init,
+	.fini = r56_fini,
+	.submit = r56_submit,
+	.redundancy = raid6_redundancy,
+};
