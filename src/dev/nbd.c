@@ -288,7 +288,7 @@ static int nbd_cmd_done(void *opaque, int *error)
 
 	if (*error)
 		nbd_set_error(io, nbd_errno(*error));
-	if (io->internal[0] == NBD_FLUSH_PHASE ||
+	if (__atomic_load_n(&io->internal[0], __ATOMIC_ACQUIRE) == NBD_FLUSH_PHASE ||
 	    __atomic_sub_fetch(&io->internal[0], 1, __ATOMIC_ACQ_REL) == 0)
 		nbd_queue_done(ndev, io);
 	return 1;   /* retire the command */
@@ -298,13 +298,14 @@ static int nbd_cmd_done(void *opaque, int *error)
  * from inside submit), or first send the FLUSH that makes an emulated FUA durable. */
 static void nbd_finish(struct nbd_dev *ndev, struct tc_io *io, bool later)
 {
-	int res = (int)(int64_t)io->internal[1];
+	int res = (int)__atomic_load_n((int64_t *)&io->internal[1], __ATOMIC_ACQUIRE);
 
-	if (io->internal[0] != NBD_FLUSH_PHASE && res == 0 && (io->flags & TC_IO_FUA) &&
+	if (__atomic_load_n(&io->internal[0], __ATOMIC_ACQUIRE) != NBD_FLUSH_PHASE &&
+	    res == 0 && (io->flags & TC_IO_FUA) &&
 	    !ndev->can_fua && ndev->can_flush &&
 	    (io->op == TC_OP_WRITE || io->op == TC_OP_WRITE_ZEROES)) {
 		nbd_completion_callback cb = { .callback = nbd_cmd_done, .user_data = io };
-		io->internal[0] = NBD_FLUSH_PHASE;
+		__atomic_store_n(&io->internal[0], NBD_FLUSH_PHASE, __ATOMIC_RELEASE);
 		if (nbd_aio_flush(ndev->h, cb, 0) >= 0) {
 			nbd_kick(ndev);
 			return;
