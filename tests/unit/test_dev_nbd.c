@@ -15,6 +15,7 @@
 #include <pthread.h>
 #include <setjmp.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -253,7 +254,7 @@ static void test_readonly_and_errors(void **state)
 
 static void on_event(void *opaque, tc_dev *dev, enum tc_dev_event ev)
 {
-	*(int *)opaque = (int)ev;
+	atomic_store((atomic_int *)opaque, (int)ev);   /* from the device's I/O thread */
 }
 
 static void test_connection_lost(void **state)
@@ -261,7 +262,7 @@ static void test_connection_lost(void **state)
 	struct server s;
 	tc_ctx *ctx = new_ctx(TC_CTX_THREADED);
 	tc_dev *dev;
-	int ev = 0;
+	atomic_int ev = 0;
 	uint8_t *buf = aligned_alloc(4096, 65536);
 
 	server_start(&s, memory_args);
@@ -275,9 +276,9 @@ static void test_connection_lost(void **state)
 	for (int i = 0; i < 100 && r == 0; i++)
 		r = tc_dev_pread(dev, buf, 65536, 0);
 	assert_int_equal(r, -EIO);
-	for (int i = 0; i < 200 && ev == 0; i++)
+	for (int i = 0; i < 200 && atomic_load(&ev) == 0; i++)
 		usleep(5000);
-	assert_int_equal(ev, TC_DEV_FAILED);
+	assert_int_equal(atomic_load(&ev), TC_DEV_FAILED);
 	assert_int_equal(tc_dev_pwrite(dev, buf, 65536, 0, 0), -EIO);
 	tc_dev_close(dev);
 	server_stop(&s);
