@@ -466,6 +466,7 @@ static int s3_victim(struct tc_repl *r, tc_can_evict_fn can_evict, void *arg,
 	for (steps = 0; steps < max_steps; steps++) {
 		int qi = s3_pick_queue(r, rej);
 		uint32_t s;
+		uint64_t key;
 		unsigned freq;
 
 		if (qi < 0)
@@ -485,6 +486,9 @@ static int s3_victim(struct tc_repl *r, tc_can_evict_fn can_evict, void *arg,
 			continue;
 		}
 		s3_unlink(r, qi, s);
+		/* The key first: an accepted slot is unmapped by can_evict() itself (its vol
+		 * and line_no cleared), so afterwards it names no line. */
+		key = tc_line_key(r->lines[s].vol, r->lines[s].line_no);
 		if (can_evict && !can_evict(arg, s)) {
 			rej[qi]++;
 			r->rejected++;
@@ -494,7 +498,7 @@ static int s3_victim(struct tc_repl *r, tc_can_evict_fn can_evict, void *arg,
 			continue;
 		}
 		if (qi == QS)
-			ghost_add(&r->ghost, tc_line_key(r->lines[s].vol, r->lines[s].line_no));
+			ghost_add(&r->ghost, key);
 		s3_set_bits(r, s, 0);
 		*slot = s;
 		rc = 0;

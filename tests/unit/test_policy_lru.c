@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * test_policy_lru.c - exact LRU (src/cache/policy_lru.c): eviction order on hand-made
- * sequences, can_evict refusals, remove, -ENOSPC, memory figures.
+ * sequences, can_evict refusals, remove, -ENOSPC, memory figures; and the same order
+ * through a real cache (policy_engine.h), whose eviction unmaps the victim.
  */
 #include <errno.h>
 #include <setjmp.h>
@@ -12,6 +13,7 @@
 #include <cmocka.h>
 #include "tiercache.h"
 #include "policy.h"
+#include "policy_engine.h"
 
 #define NSLOTS 8
 
@@ -227,6 +229,26 @@ static void test_mem_and_lookup(void **state)
 	assert_string_equal(tc_repl_lru.name, "lru");
 }
 
+/* A real cache of 16 lines: a line read again before the cache overflows is the most
+ * recently used, so the next misses evict the others, oldest first. */
+static void test_engine_order(void **state)
+{
+	struct pe e;
+
+	pe_up(&e, TC_REPL_LRU, 16, 100, TC_WP_WT);
+	for (uint32_t l = 0; l < 16; l++)
+		pe_read(&e, l);
+	pe_read(&e, 0);                  /* hit: 0 becomes the most recently used */
+	for (uint32_t l = 16; l < 31; l++)
+		pe_read(&e, l);          /* 15 misses evict 1..15 */
+	assert_true(pe_resident(&e, 0));
+	for (uint32_t l = 1; l < 16; l++)
+		assert_false(pe_resident(&e, l));
+	pe_read(&e, 31);                 /* and the next one 0 */
+	assert_false(pe_resident(&e, 0));
+	pe_down(&e);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -239,6 +261,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_reinsert_queued, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_null_can_evict_and_flags, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_mem_and_lookup, setup, teardown),
+		cmocka_unit_test(test_engine_order),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
