@@ -90,6 +90,8 @@ void tc_plan_read(struct tc_sub *s)
 {
 	struct tc_cache *c = s->c;
 	uint16_t valid = s->slot != TC_SLOT_NONE ? c->lines[s->slot].valid : 0;
+	/* A resident line is referenced, hit or partial: the policy hears of it. */
+	s->repl_hit = s->slot != TC_SLOT_NONE;
 	/* A failed cache device is trusted with nothing the backing holds as well: clean
 	 * units come from the backing, dirty ones (the only copy) from the slot. */
 	if (valid && atomic_load(&c->failed))
@@ -129,6 +131,7 @@ void tc_plan_write(struct tc_sub *s)
 {
 	struct tc_cache *c = s->c;
 	s->route = effective_route(s);
+	bool resident = s->slot != TC_SLOT_NONE;
 	uint16_t partial = s->touched & (uint16_t)~s->full;
 	uint16_t valid = s->slot != TC_SLOT_NONE ? c->lines[s->slot].valid : 0;
 	uint16_t dirty = s->slot != TC_SLOT_NONE ? c->lines[s->slot].dirty : 0;
@@ -157,6 +160,7 @@ void tc_plan_write(struct tc_sub *s)
 			s->rmw_backing = partial & (uint16_t)~valid;
 			s->cache_write = s->touched;
 			s->backing_write = false;
+			s->repl_hit = resident;
 			s->step = STEP_WRITE_RMW_READS;
 			return;
 		}
@@ -173,6 +177,9 @@ void tc_plan_write(struct tc_sub *s)
 		s->rmw_cache = partial & valid;
 		s->cache_write = s->touched & (uint16_t)~(partial & ~valid);
 	}
+	/* A write into a resident line is a hit for the replacement policy, as a read is;
+	 * pass-through, which only drops cached units, is not. */
+	s->repl_hit = resident && s->cache_write;
 	s->step = STEP_WRITE_RMW_READS;
 }
 

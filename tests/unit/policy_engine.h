@@ -86,6 +86,14 @@ static __attribute__((unused)) void pe_write(struct pe *e, uint32_t line)
 			 0);
 }
 
+/* pe_write_part - a 512-byte write into @line: a partial write of its one unit. */
+static __attribute__((unused)) void pe_write_part(struct pe *e, uint32_t line)
+{
+	memset(e->buf, (int)(line & 0xff), 512);
+	assert_int_equal(tc_volume_pwrite(e->v, e->buf, 512, (uint64_t)line * PE_LINE + 1024,
+					  0), 0);
+}
+
 /* pe_resident - whether @line is in the cache (its one unit valid). */
 static __attribute__((unused)) bool pe_resident(struct pe *e, uint32_t line)
 {

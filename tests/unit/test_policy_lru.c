@@ -249,6 +249,30 @@ static void test_engine_order(void **state)
 	pe_down(&e);
 }
 
+/* Writes are hits too (request.c tells the policy of every use of a resident line): in
+ * write-through, so that the line stays clean and evictable, a line rewritten (whole,
+ * then partly) before the cache overflows outlives the lines read once, as a line read
+ * again does. */
+static void test_engine_write_hits(void **state)
+{
+	struct pe e;
+
+	pe_up(&e, TC_REPL_LRU, 16, 100, TC_WP_WT);
+	pe_write(&e, 0);                 /* miss: allocated */
+	pe_read(&e, 1);
+	for (uint32_t l = 2; l < 16; l++)
+		pe_read(&e, l);
+	pe_write(&e, 0);                 /* write hit */
+	pe_write_part(&e, 1);            /* partial write hit */
+	for (uint32_t l = 16; l < 30; l++)
+		pe_read(&e, l);          /* 14 misses evict 2..15 */
+	assert_true(pe_resident(&e, 0));
+	assert_true(pe_resident(&e, 1));
+	for (uint32_t l = 2; l < 16; l++)
+		assert_false(pe_resident(&e, l));
+	pe_down(&e);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -262,6 +286,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_null_can_evict_and_flags, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_mem_and_lookup, setup, teardown),
 		cmocka_unit_test(test_engine_order),
+		cmocka_unit_test(test_engine_write_hits),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -663,6 +663,32 @@ static void test_engine_ghost_hit(void **state)
 	pe_down(&e);
 }
 
+/*
+ * Writes are hits too: in write-through (lines stay clean and evictable), line 0
+ * written three times and line 1 written once then partly twice have frequency 2 when
+ * they reach S's tail, move to M, and outlive a scan of lines read once, as lines
+ * read three times do.
+ */
+static void test_engine_write_hits(void **state)
+{
+	struct pe e;
+
+	pe_up(&e, TC_REPL_S3FIFO, 20, 100, TC_WP_WT);
+	for (int i = 0; i < 3; i++) {
+		pe_write(&e, 0);
+		if (i == 0)
+			pe_write(&e, 1);
+		else
+			pe_write_part(&e, 1);
+	}
+	for (uint32_t l = 2; l < 60; l++)
+		pe_read(&e, l);
+	assert_true(pe_resident(&e, 0));
+	assert_true(pe_resident(&e, 1));
+	assert_false(pe_resident(&e, 2));
+	pe_down(&e);
+}
+
 /* ---- miss ratios on a real trace ------------------------------------------------ */
 
 #ifndef TC_SOURCE_ROOT
@@ -841,6 +867,7 @@ int main(void)
 		cmocka_unit_test(test_scan_resistance),
 		cmocka_unit_test(test_touch_concurrency),
 		cmocka_unit_test(test_engine_ghost_hit),
+		cmocka_unit_test(test_engine_write_hits),
 		cmocka_unit_test(test_trace_miss_ratio),
 	};
 
