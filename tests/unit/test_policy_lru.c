@@ -273,6 +273,72 @@ static void test_engine_write_hits(void **state)
 	pe_down(&e);
 }
 
+/* A large cache full of dirty lines (can_evict refuses every slot but one, @allowed):
+ * calls counted per victim() call. */
+struct dirty_cache {
+	uint32_t allowed;
+	unsigned calls;
+};
+
+static bool refuse_dirty(void *arg, uint32_t slot)
+{
+	struct dirty_cache *d = arg;
+
+	d->calls++;
+	return slot == d->allowed;
+}
+
+/*
+ * The work of one allocation is bounded: with 10000 dirty lines each victim() call
+ * asks can_evict() TC_REPL_MAX_REFUSALS times, then gives up; the refused run moves to
+ * the head in its order, so successive calls reach the one clean line 1000 lines from
+ * the tail in ceil(1001 / 256) calls, and the rest keeps its LRU order.
+ */
+static void test_dirty_cache_bounded(void **state)
+{
+	const uint32_t n = 10000;
+	struct tc_line *lines = test_calloc(n, sizeof(*lines));
+	struct dirty_cache d = { .allowed = TC_SLOT_NONE };
+	struct refuse none = { 0, 0 };
+	struct tc_repl *r;
+	uint32_t slot = TC_SLOT_NONE;
+	int rc, calls = 0;
+
+	assert_int_equal(tc_repl_lru.create(&r, lines, n), 0);
+	for (uint32_t i = 0; i < n; i++) {
+		lines[i].vol = 1;
+		lines[i].line_no = i;
+		tc_repl_lru.insert(r, i);           /* LRU first: 0 1 2 ... */
+	}
+	for (int round = 0; round < 3; round++) {
+		d.calls = 0;
+		assert_int_equal(tc_repl_lru.victim(r, refuse_dirty, &d, &slot), -ENOSPC);
+		assert_int_equal(d.calls, TC_REPL_MAX_REFUSALS);
+	}
+	d.allowed = 1000;
+	do {
+		d.calls = 0;
+		rc = tc_repl_lru.victim(r, refuse_dirty, &d, &slot);
+		assert_true(d.calls <= TC_REPL_MAX_REFUSALS);
+		calls++;
+	} while (rc == -ENOSPC && calls < 100);
+	assert_int_equal(rc, 0);
+	assert_int_equal(slot, 1000);
+	/* Three runs (0..767) went to the head; 768..999, refused fewer times than the
+	 * bound, kept their place: LRU order is now 768..999, 1001..9999, 0..767. */
+	assert_int_equal(calls, 1);
+	for (uint32_t k = 0; k < n - 1; k++) {
+		uint32_t want = k < 232 ? 768 + k : k < 232 + 8999 ? 1001 + (k - 232) :
+				k - 232 - 8999;
+
+		assert_int_equal(tc_repl_lru.victim(r, refuse_some, &none, &slot), 0);
+		assert_int_equal(slot, want);
+	}
+	assert_int_equal(tc_repl_lru.victim(r, refuse_some, &none, &slot), -ENOSPC);
+	tc_repl_lru.destroy(r);
+	test_free(lines);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -285,6 +351,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_reinsert_queued, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_null_can_evict_and_flags, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_mem_and_lookup, setup, teardown),
+		cmocka_unit_test(test_dirty_cache_bounded),
 		cmocka_unit_test(test_engine_order),
 		cmocka_unit_test(test_engine_write_hits),
 	};
