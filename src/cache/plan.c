@@ -4,9 +4,11 @@
  * held (request.c runs it): the effective route of a write from the volume's write
  * policy and the cache's state (effective_route), whether a read miss fills the cache
  * (admit_fill: read caching, admission, sequential bypass), and the units each device
- * reads and writes (tc_plan_read, tc_plan_write, tc_plan_discard).  A plan ends by
- * naming the path's first step (enum sub_step_id).  The sequential detector's verdict
- * on a whole request comes first (tc_plan_seq_bypass).
+ * reads and writes (tc_plan_read, tc_plan_write, tc_plan_discard), and whether the
+ * sub-request is a hit for the replacement policy (repl_hit: it uses a resident line;
+ * request.c tells the policy).  A plan ends by naming the path's first step (enum
+ * sub_step_id).  The sequential detector's verdict on a whole request comes first
+ * (tc_plan_seq_bypass).
  *
  * Policies are cases here: a write policy is one case of effective_route() and the
  * route it picks is one branch of tc_plan_write(); the request paths of request.c are
