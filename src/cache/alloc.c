@@ -28,9 +28,11 @@ static bool can_evict(void *arg, uint32_t slot)
 	struct tc_lock_shard *s = tc_shard_of(c, key);
 	if (pthread_mutex_trylock(&s->lock))
 		return false;
-	bool busy = tc_inflight_exists(s, key);
+	/* The in-flight records last: their list is the one costly check, and in a cache
+	 * full of dirty lines most candidates fail the others. */
 	bool ok = l->vol == vol && l->line_no == line_no && !l->dirty &&
-		  !(tc_line_flags_load(l) & TC_LINE_DISK_DIRTY) && !busy;
+		  !(tc_line_flags_load(l) & TC_LINE_DISK_DIRTY) &&
+		  !tc_inflight_exists(s, key);
 	if (ok) {
 		struct tc_volume *v = c->vols[vol];
 		if (v)

@@ -4,9 +4,11 @@
  * held (request.c runs it): the effective route of a write from the volume's write
  * policy and the cache's state (effective_route), whether a read miss fills the cache
  * (admit_fill: read caching, admission, sequential bypass), and the units each device
- * reads and writes (tc_plan_read, tc_plan_write, tc_plan_discard).  A plan ends by
- * naming the path's first step (enum sub_step_id).  The sequential detector's verdict
- * on a whole request comes first (tc_plan_seq_bypass).
+ * reads and writes (tc_plan_read, tc_plan_write, tc_plan_discard), and whether the
+ * sub-request is a hit for the replacement policy (repl_hit: it uses a resident line;
+ * request.c tells the policy).  A plan ends by naming the path's first step (enum
+ * sub_step_id).  The sequential detector's verdict on a whole request comes first
+ * (tc_plan_seq_bypass).
  *
  * Policies are cases here: a write policy is one case of effective_route() and the
  * route it picks is one branch of tc_plan_write(); the request paths of request.c are
@@ -90,6 +92,8 @@ void tc_plan_read(struct tc_sub *s)
 {
 	struct tc_cache *c = s->c;
 	uint16_t valid = s->slot != TC_SLOT_NONE ? c->lines[s->slot].valid : 0;
+	/* A resident line is referenced, hit or partial: the policy hears of it. */
+	s->repl_hit = s->slot != TC_SLOT_NONE;
 	/* A failed cache device is trusted with nothing the backing holds as well: clean
 	 * units come from the backing, dirty ones (the only copy) from the slot. */
 	if (valid && atomic_load(&c->failed))
@@ -129,6 +133,7 @@ void tc_plan_write(struct tc_sub *s)
 {
 	struct tc_cache *c = s->c;
 	s->route = effective_route(s);
+	bool resident = s->slot != TC_SLOT_NONE;
 	uint16_t partial = s->touched & (uint16_t)~s->full;
 	uint16_t valid = s->slot != TC_SLOT_NONE ? c->lines[s->slot].valid : 0;
 	uint16_t dirty = s->slot != TC_SLOT_NONE ? c->lines[s->slot].dirty : 0;
@@ -157,6 +162,7 @@ void tc_plan_write(struct tc_sub *s)
 			s->rmw_backing = partial & (uint16_t)~valid;
 			s->cache_write = s->touched;
 			s->backing_write = false;
+			s->repl_hit = resident;
 			s->step = STEP_WRITE_RMW_READS;
 			return;
 		}
@@ -173,6 +179,9 @@ void tc_plan_write(struct tc_sub *s)
 		s->rmw_cache = partial & valid;
 		s->cache_write = s->touched & (uint16_t)~(partial & ~valid);
 	}
+	/* A write into a resident line is a hit for the replacement policy, as a read is;
+	 * pass-through, which only drops cached units, is not. */
+	s->repl_hit = resident && s->cache_write;
 	s->step = STEP_WRITE_RMW_READS;
 }
 

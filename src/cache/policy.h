@@ -33,6 +33,17 @@ static inline uint64_t tc_line_key(uint8_t vol, uint32_t line_no)
 	return ((uint64_t)vol << 32) | line_no;
 }
 
+/*
+ * Refusals after which one victim() call gives up, in every policy.  A cache whose
+ * lines are nearly all dirty (write-back) or busy answers an allocation at once, after
+ * a bounded amount of work: the engine then writes around or skips the fill and kicks
+ * the cleaner and a commit (alloc.c), which make lines evictable.  Without the bound a
+ * walk past every dirty line on every miss made a small write-back cache spend most of
+ * its CPU in can_evict().  256 is far more than the lines busy at once (requests in
+ * flight) and small next to a cache's lines.
+ */
+#define TC_REPL_MAX_REFUSALS 256u
+
 /* Evictability check supplied by the engine: true if @slot may be evicted now (clean,
  * not in use, not dirty in durable metadata).  Called with the allocator lock held. */
 typedef bool (*tc_can_evict_fn)(void *arg, uint32_t slot);
@@ -53,8 +64,11 @@ struct tc_repl_ops {
 	 * detach).  Allocator lock held.  After it returns, the slot is not queued. */
 	void (*remove)(struct tc_repl *r, uint32_t slot);
 	/* Choose and dequeue a victim among resident slots for which @can_evict says yes;
-	 * remember its key as a ghost where the algorithm has ghosts.  Scans at most every
-	 * resident slot twice.  Allocator lock held.  Returns 0 and *@slot, or -ENOSPC. */
+	 * remember its key as a ghost where the algorithm has ghosts (read it before
+	 * calling @can_evict: a slot it accepts is unmapped on the spot).  Calls
+	 * @can_evict at most TC_REPL_MAX_REFUSALS times, and refused slots must not
+	 * hide the ones behind them from the next call (they are moved aside).
+	 * Allocator lock held.  Returns 0 and *@slot, or -ENOSPC. */
 	int (*victim)(struct tc_repl *r, tc_can_evict_fn can_evict, void *arg, uint32_t *slot);
 	/* Memory: bytes per slot of per-line state, and total bytes of ghost state. */
 	void (*mem)(struct tc_repl *r, size_t *per_slot, size_t *ghost_total);

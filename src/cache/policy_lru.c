@@ -147,19 +147,44 @@ static void lru_remove(struct tc_repl *r, uint32_t slot)
 	pthread_mutex_unlock(&r->lock);
 }
 
+/* lru_splice_to_head - move the run from @first (nearest the head) to the tail to the
+ * head, in its order: O(1).  The run must not be the whole list. */
+static void lru_splice_to_head(struct tc_repl *r, uint32_t first)
+{
+	uint32_t last = r->tail, before = r->prev[first];
+
+	r->next[before] = TC_SLOT_NONE;
+	r->tail = before;
+	r->prev[first] = TC_SLOT_NONE;
+	r->next[last] = r->head;
+	r->prev[r->head] = last;
+	r->head = first;
+}
+
 /* lru_victim - the least recently used slot that @can_evict accepts.  Walks from the
- * tail towards the head, at most once over the list; rejected slots keep their place.
- * Returns 0 and *@slot (dequeued), or -ENOSPC.  O(rejected + 1), policy lock held. */
+ * tail towards the head; refused slots keep their place, so a line that is dirty or
+ * busy for a moment is the next victim once it may go, as exact LRU wants.  After
+ * TC_REPL_MAX_REFUSALS refusals it gives up, and the refused run (the tail up to the
+ * last one refused) moves to the head in one splice, so the next call looks at the
+ * lines behind it instead of asking the same ones again: a cache full of dirty lines
+ * costs each allocation at most TC_REPL_MAX_REFUSALS can_evict() calls, and a clean
+ * line is found within resident / TC_REPL_MAX_REFUSALS + 1 calls.  Returns 0 and
+ * *@slot (dequeued), or -ENOSPC.  Policy lock held. */
 static int lru_victim(struct tc_repl *r, tc_can_evict_fn can_evict, void *arg,
 		      uint32_t *slot)
 {
+	uint32_t refused = 0, s, n;
 	int rc = -ENOSPC;
 
 	pthread_mutex_lock(&r->lock);
-	for (uint32_t s = r->tail, n = 0; s != TC_SLOT_NONE && n < r->resident;
-	     s = r->prev[s], n++) {
-		if (can_evict && !can_evict(arg, s))
-			continue;
+	for (s = r->tail, n = 0; s != TC_SLOT_NONE && n < r->resident; s = r->prev[s], n++) {
+		if (can_evict && !can_evict(arg, s)) {
+			if (++refused < TC_REPL_MAX_REFUSALS)
+				continue;
+			if (r->prev[s] != TC_SLOT_NONE)
+				lru_splice_to_head(r, s);
+			break;
+		}
 		lru_unlink(r, s);
 		*slot = s;
 		rc = 0;

@@ -49,22 +49,19 @@
  * line goes back to the head of its queue (counted in rejected); a queue from which a
  * whole pass has been refused is left for the other one, and victim() gives up with
  * -ENOSPC once both are exhausted, so it never calls can_evict() more than twice per
- * resident slot.  It also gives up after S3_MAX_REFUSALS refusals in one call: a cache
- * whose lines are nearly all dirty answers at once (the engine then writes around and
- * kicks the cleaner) instead of walking every line on every miss, which made a small
- * write-back cache spend most of its CPU here; the refused lines went to the heads, so
- * the next call looks at the lines behind them.  And the engine calls victim() before insert(), so a missing key is
- * looked up in G after the victim's key joined it (libCacheSim looks first): only
- * when the missing key was the very oldest ghost does that cost a ghost hit.
+ * resident slot.  It also gives up after TC_REPL_MAX_REFUSALS (policy.h) refusals in
+ * one call, so that a cache whose lines are nearly all dirty answers at once; the
+ * refused lines went to the heads, so the next call looks at the lines behind them.
+ * A victim's key is read before can_evict() is asked, because a slot it accepts is
+ * unmapped on the spot.  And the engine calls victim() before insert(), so a missing
+ * key is looked up in G after the victim's key joined it (libCacheSim looks first):
+ * only when the missing key was the very oldest ghost does that cost a ghost hit.
  */
 #include <errno.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include "policy.h"
-
-/* Refusals after which one victim() call gives up (see the header comment). */
-#define S3_MAX_REFUSALS 256u
 
 #define S3_UNQUEUED (TC_SLOT_NONE - 1)   /* prev[] value of a slot in no queue */
 
@@ -449,9 +446,9 @@ static int s3_pick_queue(const struct tc_repl *r, const uint32_t rej[2])
  *           evicted and its key becomes the newest ghost;
  *   from M: tail with freq > 0 goes back to M's head with freq - 1; else it is evicted.
  * A tail that @can_evict refuses goes to the head of its own queue.  Returns 0 and
- * *@slot (dequeued), or -ENOSPC when no resident slot is evictable or S3_MAX_REFUSALS
- * were refused.  Amortized O(1); can_evict() runs at most twice per resident slot and
- * at most S3_MAX_REFUSALS times in all.  Takes the mutex. */
+ * *@slot (dequeued), or -ENOSPC when no resident slot is evictable or
+ * TC_REPL_MAX_REFUSALS were refused.  Amortized O(1); can_evict() runs at most twice
+ * per resident slot and at most TC_REPL_MAX_REFUSALS times in all.  Takes the mutex. */
 static int s3_victim(struct tc_repl *r, tc_can_evict_fn can_evict, void *arg,
 		     uint32_t *slot)
 {
@@ -466,6 +463,7 @@ static int s3_victim(struct tc_repl *r, tc_can_evict_fn can_evict, void *arg,
 	for (steps = 0; steps < max_steps; steps++) {
 		int qi = s3_pick_queue(r, rej);
 		uint32_t s;
+		uint64_t key;
 		unsigned freq;
 
 		if (qi < 0)
@@ -485,16 +483,19 @@ static int s3_victim(struct tc_repl *r, tc_can_evict_fn can_evict, void *arg,
 			continue;
 		}
 		s3_unlink(r, qi, s);
+		/* The key first: an accepted slot is unmapped by can_evict() itself (its vol
+		 * and line_no cleared), so afterwards it names no line. */
+		key = tc_line_key(r->lines[s].vol, r->lines[s].line_no);
 		if (can_evict && !can_evict(arg, s)) {
 			rej[qi]++;
 			r->rejected++;
 			s3_push_head(r, qi, s);
-			if (rej[QS] + rej[QM] >= S3_MAX_REFUSALS)
+			if (rej[QS] + rej[QM] >= TC_REPL_MAX_REFUSALS)
 				break;
 			continue;
 		}
 		if (qi == QS)
-			ghost_add(&r->ghost, tc_line_key(r->lines[s].vol, r->lines[s].line_no));
+			ghost_add(&r->ghost, key);
 		s3_set_bits(r, s, 0);
 		*slot = s;
 		rc = 0;

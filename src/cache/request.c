@@ -461,8 +461,14 @@ static void sub_locked(struct tc_sub *s)
 		break;
 	}
 	pthread_mutex_unlock(&s->shard->lock);
-	if (s->step == STEP_HIT_READ && s->slot != TC_SLOT_NONE)
+	/* Every use of a resident line is a hit for the replacement policy: reads and
+	 * writes, whole or partial (a slot just allocated was inserted instead).  Once per
+	 * sub-request, although a checksum failure plans it again.  The line is held, so
+	 * the slot cannot be evicted under the call. */
+	if (s->repl_hit && !s->repl_touched) {
+		s->repl_touched = true;
 		c->repl_ops->touch(c->repl, s->slot);
+	}
 	sub_step(s);   /* the first I/O round of the planned path */
 }
 
@@ -1214,6 +1220,7 @@ void tc_volume_submit(struct tc_volume *v, struct tc_io *io)
 		s->kind = kind;
 		s->fua = (io->flags & TC_IO_FUA) != 0;
 		s->fell_back = false;
+		s->repl_hit = s->repl_touched = false;
 		s->zeroes = io->op == TC_OP_WRITE_ZEROES;
 		unsigned ua = (unsigned)(a / TC_UNIT_SIZE);
 		unsigned ub = (unsigned)((b + TC_UNIT_SIZE - 1) / TC_UNIT_SIZE);

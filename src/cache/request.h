@@ -86,6 +86,10 @@ struct tc_sub {
 	uint16_t rmw_backing;      /* partial units merged from the backing */
 	uint16_t rmw_cache;        /* partial units merged from the slot */
 	uint32_t bspan_lo, bspan_hi; /* read miss: backing read units [lo, hi) */
+	bool repl_hit;             /* plan: the line was resident and this sub-request
+				    * uses its slot (read, or write into it): a hit for the
+				    * replacement policy */
+	bool repl_touched;         /* the policy was told (once per sub-request) */
 	bool direct;               /* hit or write straight from/to the client's iovecs */
 	bool backing_write;
 	uint8_t *buf;              /* line-sized bounce buffer */

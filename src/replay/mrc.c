@@ -9,12 +9,16 @@
 
 #include "mrc.h"
 
-uint64_t mrc_size_bytes(const struct mrc_size *s, uint64_t footprint)
+uint64_t mrc_size_bytes(const struct mrc_size *s, uint64_t footprint, uint32_t line_size)
 {
 	if (!s->pct)
 		return s->bytes;
-	double b = s->fraction * (double)footprint;
-	return b < 1 ? 1 : (uint64_t)ceil(b);
+	/* Whole lines, rounded down as the simulators round a fraction of the objects
+	 * (libCacheSim: (int64_t)(fraction * objects)); the 1e-6 line keeps a product
+	 * that is a whole number in decimal (10 % of 269,210) from falling one short
+	 * through binary rounding. */
+	double lines = floor(s->fraction * (double)footprint / (double)line_size + 1e-6);
+	return lines < 1 ? line_size : (uint64_t)lines * line_size;
 }
 
 int mrc_run(const struct trace *t, const struct replay_map *m, const struct report_cfg *c,
@@ -39,7 +43,7 @@ int mrc_run(const struct trace *t, const struct replay_map *m, const struct repo
 	}
 	for (int i = 0; i < n; i++) {
 		struct replay_opts ro = *c->ro;
-		ro.cache_bytes = mrc_size_bytes(&sizes[i], m->footprint);
+		ro.cache_bytes = mrc_size_bytes(&sizes[i], m->footprint, ro.cache.line_size);
 		if (h && h->before)
 			h->before(h->opaque, &sizes[i], &ro);
 		r = replay_run(t, m, &ro, res, err, errlen);

@@ -23,8 +23,10 @@ struct mrc_size {
 };
 
 /* mrc_size_bytes - the cache bytes of @s for a trace whose footprint is @footprint
- * bytes: at least 1 (the replay rounds up to whole lines, at least 16). */
-uint64_t mrc_size_bytes(const struct mrc_size *s, uint64_t footprint);
+ * bytes, with lines of @line_size bytes: a fraction of the footprint is rounded down to
+ * whole lines, as cache simulators round (at least one line; the replay then makes at
+ * least 16). */
+uint64_t mrc_size_bytes(const struct mrc_size *s, uint64_t footprint, uint32_t line_size);
 
 /* Calls around each run, from the replaying thread: @before may set @ro's progress
  * callback; @after sees the run's options as replay_run left them (fallback_file,

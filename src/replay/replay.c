@@ -369,6 +369,28 @@ static void lib_measure_begin(struct replay *p, uint64_t now)
 	p->last_done = now;
 }
 
+/* lib_count_pages - the 4 KiB pages of [@off, @off + @len) in *@pages, and in *@hits
+ * those whose part of the range is wholly valid; @vb: the range's valid bytes (all or
+ * none valid answers without a look at each page). */
+static void lib_count_pages(struct replay *p, uint64_t off, uint32_t len, uint64_t vb,
+			    uint64_t *pages, uint64_t *hits)
+{
+	uint64_t first = off / TC_UNIT_SIZE, end = off + len;
+
+	*pages = (end + TC_UNIT_SIZE - 1) / TC_UNIT_SIZE - first;
+	if (vb == len || vb == 0) {
+		*hits = vb ? *pages : 0;
+		return;
+	}
+	*hits = 0;
+	for (uint64_t pg = first; pg < first + *pages; pg++) {
+		uint64_t a = pg * TC_UNIT_SIZE > off ? pg * TC_UNIT_SIZE : off;
+		uint64_t b = (pg + 1) * TC_UNIT_SIZE < end ? (pg + 1) * TC_UNIT_SIZE : end;
+
+		*hits += tc_volume_valid_bytes(p->vol, a, b - a) == b - a;
+	}
+}
+
 static int lib_submit(struct replay *p, uint64_t t_start, uint64_t now)
 {
 	const struct trace_req *r = &p->t->req[p->next];
@@ -393,13 +415,19 @@ static int lib_submit(struct replay *p, uint64_t t_start, uint64_t now)
 	if (s->measured) {
 		struct replay_result *res = p->res;
 		uint64_t vb = tc_volume_valid_bytes(p->vol, off, s->len);
+		uint64_t pages, page_hits;
 		count_request(p, s);
+		lib_count_pages(p, off, s->len, vb, &pages, &page_hits);
 		if (s->write) {
 			res->write_hit_bytes += vb;
 			res->write_hits += vb == s->len;
+			res->write_pages += pages;
+			res->write_page_hits += page_hits;
 		} else {
 			res->read_hit_bytes += vb;
 			res->read_hits += vb == s->len;
+			res->read_pages += pages;
+			res->read_page_hits += page_hits;
 		}
 		if (t_start < now)
 			res->late++;

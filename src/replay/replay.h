@@ -25,7 +25,8 @@
  *
  * Hits (library mode only): just before each request is submitted, the volume's
  * residency is read (tc_volume_valid_bytes); the bytes of the request that lie in valid
- * 4 KiB units are its hit bytes, and a request is a hit when all its bytes are.  A request
+ * 4 KiB units are its hit bytes, and a request is a hit when all its bytes are; each 4 KiB
+ * page it touches is one page reference, a hit when the request's bytes in it are.  A request
  * submitted while another one is filling the same line counts as a miss.  The engine's
  * own counters (per cache line touched) are reported too.
  *
@@ -157,6 +158,9 @@ struct replay_result {
 				    * reached, or behind schedule over NBD) */
 	uint64_t read_hits, write_hits;           /* requests wholly in valid cache units */
 	uint64_t read_hit_bytes, write_hit_bytes; /* bytes in valid cache units */
+	/* 4 KiB page references (each request split into the pages it touches, as cache
+	 * simulators count) and those whose bytes were all valid: page miss ratios. */
+	uint64_t read_pages, write_pages, read_page_hits, write_page_hits;
 	/* Engine and device counters over the measured phase (library mode). */
 	struct tc_volume_stats vs;
 	struct tc_dev_stats backing, cache;

@@ -23,6 +23,7 @@ struct figures {
 	double hit, read_hit, write_hit;
 	double byte_hit, read_byte_hit, write_byte_hit;
 	double line_hit, read_line_hit, write_line_hit;
+	double page_hit, read_page_hit, write_page_hit;
 	double iops, bps;
 };
 
@@ -34,6 +35,7 @@ static void figures_of(const struct replay_result *r, struct figures *f)
 		f->hit = f->read_hit = f->write_hit = NAN;
 		f->byte_hit = f->read_byte_hit = f->write_byte_hit = NAN;
 		f->line_hit = f->read_line_hit = f->write_line_hit = NAN;
+		f->page_hit = f->read_page_hit = f->write_page_hit = NAN;
 	} else {
 		f->hit = ratio(r->read_hits + r->write_hits, r->requests);
 		f->read_hit = ratio(r->read_hits, r->reads);
@@ -47,6 +49,10 @@ static void figures_of(const struct replay_result *r, struct figures *f)
 		f->line_hit = ratio(vs->read_hits + vs->write_hits, rl + wl);
 		f->read_line_hit = ratio(vs->read_hits, rl);
 		f->write_line_hit = ratio(vs->write_hits, wl);
+		f->page_hit = ratio(r->read_page_hits + r->write_page_hits,
+				    r->read_pages + r->write_pages);
+		f->read_page_hit = ratio(r->read_page_hits, r->read_pages);
+		f->write_page_hit = ratio(r->write_page_hits, r->write_pages);
 	}
 	double secs = (double)r->elapsed_ns / 1e9;
 	f->iops = secs > 0 ? (double)r->requests / secs : NAN;
@@ -184,6 +190,9 @@ void report_print_result(const struct replay_result *r, const struct replay_map 
 	       ratio_text(f.hit, a[2], 16));
 	printf("byte hit ratio %12s %12s %12s\n", ratio_text(f.read_byte_hit, a[0], 16),
 	       ratio_text(f.write_byte_hit, a[1], 16), ratio_text(f.byte_hit, a[2], 16));
+	printf("page hit ratio %12s %12s %12s   (per 4 KiB page referenced)\n",
+	       ratio_text(f.read_page_hit, a[0], 16), ratio_text(f.write_page_hit, a[1], 16),
+	       ratio_text(f.page_hit, a[2], 16));
 	printf("line hit ratio %12s %12s %12s   (engine: per cache line touched)\n",
 	       ratio_text(f.read_line_hit, a[0], 16), ratio_text(f.write_line_hit, a[1], 16),
 	       ratio_text(f.line_hit, a[2], 16));
@@ -344,6 +353,17 @@ json_object *report_json_trace(const struct trace *t, const struct replay_map *m
 	return j;
 }
 
+/* jadd_settings - the volume settings the replay ran with, beside write_policy. */
+static void jadd_settings(json_object *jc, const struct tc_volume_settings *s)
+{
+	jadd(jc, "read_cache", json_object_new_boolean(s->read_cache));
+	jadd(jc, "seq_cutoff", ju64(s->seq_cutoff));
+	jadd(jc, "admission", json_object_new_string(tc_admission_name(s->admission)));
+	jadd(jc, "nhit", s->admission == TC_ADMIT_NHIT ? ju64(s->nhit) : NULL);
+	jadd(jc, "fill", json_object_new_string(tc_fill_name(s->fill)));
+	jadd(jc, "flush_rate", json_object_new_string(tc_flush_rate_name(s->flush_rate)));
+}
+
 json_object *report_json_result(const struct replay_result *r, const struct replay_map *m,
 			    const struct report_cfg *c)
 {
@@ -368,6 +388,7 @@ json_object *report_json_result(const struct replay_result *r, const struct repl
 		     json_object_new_string(tc_write_policy_name(c->ro->settings.write_policy)));
 		jadd(jc, "replacement",
 		     json_object_new_string(tc_replacement_name(c->ro->cache.replacement)));
+		jadd_settings(jc, &c->ro->settings);
 		jadd(jc, "seed", ju64(c->ro->seed));
 	}
 	jadd(j, "config", jc);
@@ -389,6 +410,10 @@ json_object *report_json_result(const struct replay_result *r, const struct repl
 	jadd(j, "line_hit_ratio", jnum(f.line_hit));
 	jadd(j, "read_line_hit_ratio", jnum(f.read_line_hit));
 	jadd(j, "write_line_hit_ratio", jnum(f.write_line_hit));
+	jadd(j, "page_hit_ratio", jnum(f.page_hit));
+	jadd(j, "read_page_hit_ratio", jnum(f.read_page_hit));
+	jadd(j, "write_page_hit_ratio", jnum(f.write_page_hit));
+	jadd(j, "page_miss_ratio", jnum(1 - f.page_hit));
 	jadd(j, "iops", jnum(f.iops));
 	jadd(j, "throughput_bytes_per_s", jnum(f.bps));
 	jadd(j, "elapsed_s", jnum((double)r->elapsed_ns / 1e9));
@@ -425,6 +450,10 @@ json_object *report_json_result(const struct replay_result *r, const struct repl
 		jadd(e, "write_request_hits", ju64(r->write_hits));
 		jadd(e, "read_hit_bytes", ju64(r->read_hit_bytes));
 		jadd(e, "write_hit_bytes", ju64(r->write_hit_bytes));
+		jadd(e, "read_pages", ju64(r->read_pages));
+		jadd(e, "read_page_hits", ju64(r->read_page_hits));
+		jadd(e, "write_pages", ju64(r->write_pages));
+		jadd(e, "write_page_hits", ju64(r->write_page_hits));
 		jadd(e, "promotions", ju64(vs->promotions));
 		jadd(e, "evictions", ju64(vs->evictions));
 		jadd(e, "bypassed_seq", ju64(vs->bypassed_seq));
@@ -460,8 +489,8 @@ void report_print_mrc_head(const struct report_cfg *c)
 	       tc_write_policy_name(c->ro->settings.write_policy),
 	       tc_replacement_name(c->ro->cache.replacement),
 	       tc_size_format(c->ro->cache.line_size, h, sizeof(h)));
-	printf("  %-8s %12s %8s %9s %10s %10s %10s %10s\n", "size", "cache", "of fp",
-	       "miss", "read miss", "byte miss", "line miss", "p99 lat");
+	printf("  %-8s %12s %8s %9s %10s %10s %10s %10s %10s\n", "size", "cache", "of fp",
+	       "miss", "read miss", "byte miss", "page miss", "line miss", "p99 lat");
 	fflush(stdout);
 }
 
@@ -472,11 +501,12 @@ void report_print_mrc_row(const char *size, const struct replay_result *r,
 	char a[5][16], l[24], h[32];
 
 	figures_of(r, &f);
-	printf("  %-8s %12s %7.1f%% %9s %10s %10s %10s %10s\n", size,
+	printf("  %-8s %12s %7.1f%% %9s %10s %10s %10s %10s %10s\n", size,
 	       tc_size_format(r->cache_bytes, h, sizeof(h)),
 	       100 * fraction_of(r, m), ratio_text(1 - f.hit, a[0], 16),
 	       ratio_text(1 - f.read_hit, a[1], 16),
 	       ratio_text(1 - f.byte_hit, a[2], 16),
+	       ratio_text(1 - f.page_hit, a[4], 16),
 	       ratio_text(1 - f.line_hit, a[3], 16),
 	       r->lat.count ? us_text(hist_percentile(&r->lat, 99), l, sizeof(l)) : "-");
 	fflush(stdout);
@@ -495,6 +525,7 @@ json_object *report_json_mrc_point(const char *size, const struct replay_result 
 	jadd(pt, "miss_ratio", jnum(1 - f.hit));
 	jadd(pt, "read_miss_ratio", jnum(1 - f.read_hit));
 	jadd(pt, "byte_miss_ratio", jnum(1 - f.byte_hit));
+	jadd(pt, "page_miss_ratio", jnum(1 - f.page_hit));
 	jadd(pt, "line_miss_ratio", jnum(1 - f.line_hit));
 	jadd(pt, "p99_latency_us", r->lat.count ?
 	     jnum((double)hist_percentile(&r->lat, 99) / 1e3) : NULL);

@@ -3,8 +3,9 @@
  * report.h - the report of a replay (replay.h) on stdout: tables for people, JSON
  * objects (json-c) for programs; what `tiercache replay` prints.
  *
- * Figures: hit ratios per request, per byte and per cache line touched (the engine's
- * counters), each for reads, writes and all; IOPS and throughput over the replay clock;
+ * Figures: hit ratios per request, per byte, per 4 KiB page referenced (what cache
+ * simulators such as libCacheSim count) and per cache line touched (the engine's
+ * counters), each for reads, writes and all; the volume settings of the run; IOPS and throughput over the replay clock;
  * latency mean and percentiles from the result's histograms, and a histogram in 1-2-5
  * steps from 1 us to 100 s.  A ratio whose denominator is 0, or that NBD mode cannot
  * know, prints "n/a" in tables and null in JSON.  Sizes print as "1.5 GiB"; JSON gives

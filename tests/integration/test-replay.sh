@@ -46,9 +46,20 @@ check "$T/cp.json" '[.latency_histogram_us[].count] | add == 3000' "histogram to
 check "$T/cp.json" '.trace.format == "vscsi" and .trace.vscsi_version == 1 and .trace.limited' "trace"
 check "$T/cp.json" '.trace.compression == "xz"' "trace compression"
 check "$T/cp.json" '.layout.footprint > 0 and .layout.folded == 0 and .layout.regions == 1' "layout"
-# 10 % of the footprint, rounded up to 64 KiB lines
-check "$T/cp.json" '.config.cache_bytes >= .layout.footprint * 0.1 and
-	.config.cache_bytes < .layout.footprint * 0.1 + 65536 * 17' "cache size"
+# 10 % of the footprint, rounded down to 64 KiB lines as cache simulators round
+check "$T/cp.json" '.config.cache_bytes <= .layout.footprint * 0.1 and
+	.config.cache_bytes > .layout.footprint * 0.1 - 65536 and
+	.config.cache_bytes % 65536 == 0' "cache size"
+# every volume setting of the run, and page figures beside the others
+check "$T/cp.json" '.config.line_size == 65536 and .config.replacement == "s3fifo" and
+	.config.write_policy == "wb" and .config.read_cache == true and
+	.config.seq_cutoff == 4194304 and .config.admission == "always" and
+	.config.nhit == null and .config.fill == "line" and .config.flush_rate == "medium"' \
+	"config settings"
+check "$T/cp.json" '.page_hit_ratio > 0 and .page_hit_ratio < 1 and
+	(.page_miss_ratio + .page_hit_ratio - 1 | fabs) < 1e-9 and
+	.cache.read_pages + .cache.write_pages >= .requests and
+	.cache.read_page_hits <= .cache.read_pages' "page figures"
 check "$T/cp.json" '.config.mode == "library" and .config.driving == "timed"' "config"
 check "$T/cp.json" '.cache.promotions > 0 and .cache_device.bytes_written > 0 and
 	.backing_device.bytes_read > 0' "engine and device counters"

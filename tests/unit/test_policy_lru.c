@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * test_policy_lru.c - exact LRU (src/cache/policy_lru.c): eviction order on hand-made
- * sequences, can_evict refusals, remove, -ENOSPC, memory figures.
+ * sequences, can_evict refusals, remove, -ENOSPC, memory figures; and the same order
+ * through a real cache (policy_engine.h), whose eviction unmaps the victim.
  */
 #include <errno.h>
 #include <setjmp.h>
@@ -12,6 +13,7 @@
 #include <cmocka.h>
 #include "tiercache.h"
 #include "policy.h"
+#include "policy_engine.h"
 
 #define NSLOTS 8
 
@@ -227,6 +229,116 @@ static void test_mem_and_lookup(void **state)
 	assert_string_equal(tc_repl_lru.name, "lru");
 }
 
+/* A real cache of 16 lines: a line read again before the cache overflows is the most
+ * recently used, so the next misses evict the others, oldest first. */
+static void test_engine_order(void **state)
+{
+	struct pe e;
+
+	pe_up(&e, TC_REPL_LRU, 16, 100, TC_WP_WT);
+	for (uint32_t l = 0; l < 16; l++)
+		pe_read(&e, l);
+	pe_read(&e, 0);                  /* hit: 0 becomes the most recently used */
+	for (uint32_t l = 16; l < 31; l++)
+		pe_read(&e, l);          /* 15 misses evict 1..15 */
+	assert_true(pe_resident(&e, 0));
+	for (uint32_t l = 1; l < 16; l++)
+		assert_false(pe_resident(&e, l));
+	pe_read(&e, 31);                 /* and the next one 0 */
+	assert_false(pe_resident(&e, 0));
+	pe_down(&e);
+}
+
+/* Writes are hits too (request.c tells the policy of every use of a resident line): in
+ * write-through, so that the line stays clean and evictable, a line rewritten (whole,
+ * then partly) before the cache overflows outlives the lines read once, as a line read
+ * again does. */
+static void test_engine_write_hits(void **state)
+{
+	struct pe e;
+
+	pe_up(&e, TC_REPL_LRU, 16, 100, TC_WP_WT);
+	pe_write(&e, 0);                 /* miss: allocated */
+	pe_read(&e, 1);
+	for (uint32_t l = 2; l < 16; l++)
+		pe_read(&e, l);
+	pe_write(&e, 0);                 /* write hit */
+	pe_write_part(&e, 1);            /* partial write hit */
+	for (uint32_t l = 16; l < 30; l++)
+		pe_read(&e, l);          /* 14 misses evict 2..15 */
+	assert_true(pe_resident(&e, 0));
+	assert_true(pe_resident(&e, 1));
+	for (uint32_t l = 2; l < 16; l++)
+		assert_false(pe_resident(&e, l));
+	pe_down(&e);
+}
+
+/* A large cache full of dirty lines (can_evict refuses every slot but one, @allowed):
+ * calls counted per victim() call. */
+struct dirty_cache {
+	uint32_t allowed;
+	unsigned calls;
+};
+
+static bool refuse_dirty(void *arg, uint32_t slot)
+{
+	struct dirty_cache *d = arg;
+
+	d->calls++;
+	return slot == d->allowed;
+}
+
+/*
+ * The work of one allocation is bounded: with 10000 dirty lines each victim() call
+ * asks can_evict() TC_REPL_MAX_REFUSALS times, then gives up; the refused run moves to
+ * the head in its order, so successive calls reach the one clean line 1000 lines from
+ * the tail in ceil(1001 / 256) calls, and the rest keeps its LRU order.
+ */
+static void test_dirty_cache_bounded(void **state)
+{
+	const uint32_t n = 10000;
+	struct tc_line *lines = test_calloc(n, sizeof(*lines));
+	struct dirty_cache d = { .allowed = TC_SLOT_NONE };
+	struct refuse none = { 0, 0 };
+	struct tc_repl *r;
+	uint32_t slot = TC_SLOT_NONE;
+	int rc, calls = 0;
+
+	assert_int_equal(tc_repl_lru.create(&r, lines, n), 0);
+	for (uint32_t i = 0; i < n; i++) {
+		lines[i].vol = 1;
+		lines[i].line_no = i;
+		tc_repl_lru.insert(r, i);           /* LRU first: 0 1 2 ... */
+	}
+	for (int round = 0; round < 3; round++) {
+		d.calls = 0;
+		assert_int_equal(tc_repl_lru.victim(r, refuse_dirty, &d, &slot), -ENOSPC);
+		assert_int_equal(d.calls, TC_REPL_MAX_REFUSALS);
+	}
+	d.allowed = 1000;
+	do {
+		d.calls = 0;
+		rc = tc_repl_lru.victim(r, refuse_dirty, &d, &slot);
+		assert_true(d.calls <= TC_REPL_MAX_REFUSALS);
+		calls++;
+	} while (rc == -ENOSPC && calls < 100);
+	assert_int_equal(rc, 0);
+	assert_int_equal(slot, 1000);
+	/* Three runs (0..767) went to the head; 768..999, refused fewer times than the
+	 * bound, kept their place: LRU order is now 768..999, 1001..9999, 0..767. */
+	assert_int_equal(calls, 1);
+	for (uint32_t k = 0; k < n - 1; k++) {
+		uint32_t want = k < 232 ? 768 + k : k < 232 + 8999 ? 1001 + (k - 232) :
+				k - 232 - 8999;
+
+		assert_int_equal(tc_repl_lru.victim(r, refuse_some, &none, &slot), 0);
+		assert_int_equal(slot, want);
+	}
+	assert_int_equal(tc_repl_lru.victim(r, refuse_some, &none, &slot), -ENOSPC);
+	tc_repl_lru.destroy(r);
+	test_free(lines);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -239,6 +351,9 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_reinsert_queued, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_null_can_evict_and_flags, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_mem_and_lookup, setup, teardown),
+		cmocka_unit_test(test_dirty_cache_bounded),
+		cmocka_unit_test(test_engine_order),
+		cmocka_unit_test(test_engine_write_hits),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
