@@ -106,53 +106,51 @@ static void served_on_signal(int sig)
 	served_stop = 1;
 }
 
-/* Run @av, stdout to @out (NULL: /dev/null), stderr to the log.  Exit code or -1. */
-static int served_run(const struct served *b, char *const av[], const char *out)
+/* Start @av with stdin from /dev/null, stdout to @out (NULL: /dev/null), stderr
+ * appended to TMP/@log; @group: in a process group of its own (a server, which we
+ * stop ourselves).  Returns the pid or -1. */
+static pid_t served_spawn(const struct served *b, char *const av[], const char *out,
+			  const char *log, bool group)
 {
-	char log[PATH_MAX + 16];
-	snprintf(log, sizeof(log), "%s/commands.log", b->tmp);
+	char lp[PATH_MAX + 16];
+	snprintf(lp, sizeof(lp), "%s/%s", b->tmp, log);
 	fflush(NULL);
 	pid_t pid = fork();
+	if (pid != 0)
+		return pid;
+	if (group)
+		setpgid(0, 0);
+	int nul = open("/dev/null", O_RDWR);
+	int o = out ? open(out, O_WRONLY | O_CREAT | O_TRUNC, 0644) : nul;
+	int e = open(lp, O_WRONLY | O_CREAT | O_APPEND, 0644);
+	dup2(nul, 0);
+	dup2(o >= 0 ? o : nul, 1);
+	dup2(e >= 0 ? e : nul, 2);
+	execvp(av[0], av);
+	_exit(127);
+}
+
+/* Run @av to its end (stderr to commands.log).  Exit code or -1. */
+static int served_run(const struct served *b, char *const av[], const char *out)
+{
+	pid_t pid = served_spawn(b, av, out, "commands.log", false);
+	int st;
 	if (pid < 0)
 		return -1;
-	if (pid == 0) {
-		int nul = open("/dev/null", O_RDWR);
-		int o = out ? open(out, O_WRONLY | O_CREAT | O_TRUNC, 0644) : nul;
-		int e = open(log, O_WRONLY | O_CREAT | O_APPEND, 0644);
-		dup2(nul, 0);
-		dup2(o >= 0 ? o : nul, 1);
-		dup2(e >= 0 ? e : nul, 2);
-		execvp(av[0], av);
-		_exit(127);
-	}
-	int st;
 	while (waitpid(pid, &st, 0) < 0)
 		if (errno != EINTR)
 			return -1;
 	return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
 }
 
-/* Start a server in its own process group; wait until @probe (a unix socket)
- * accepts.  Returns the pid or -1 after a message. */
+/* Start a server (stderr to servers.log); wait until @probe (a unix socket) accepts.
+ * Returns the pid or -1 after a message. */
 static pid_t served_start(const struct served *b, char *const av[], const char *probe)
 {
-	char log[PATH_MAX + 16];
-	snprintf(log, sizeof(log), "%s/servers.log", b->tmp);
 	unlink(probe);
-	fflush(NULL);
-	pid_t pid = fork();
+	pid_t pid = served_spawn(b, av, NULL, "servers.log", true);
 	if (pid < 0)
 		return -1;
-	if (pid == 0) {
-		setpgid(0, 0);
-		int nul = open("/dev/null", O_RDWR);
-		int l = open(log, O_WRONLY | O_CREAT | O_APPEND, 0644);
-		dup2(nul, 0);
-		dup2(l >= 0 ? l : nul, 1);
-		dup2(l >= 0 ? l : nul, 2);
-		execvp(av[0], av);
-		_exit(127);
-	}
 	for (int i = 0; i < 300 && !served_stop; i++) {
 		int st;
 		if (waitpid(pid, &st, WNOHANG) == pid)
@@ -164,7 +162,7 @@ static pid_t served_start(const struct served *b, char *const av[], const char *
 		}
 		nanosleep(&(struct timespec){ .tv_nsec = 100000000 }, NULL);
 	}
-	cli_err("%s did not start; see %s", av[0], log);
+	cli_err("%s did not start; see %s/servers.log", av[0], b->tmp);
 	kill(-pid, SIGKILL);
 	waitpid(pid, NULL, 0);
 	return -1;
