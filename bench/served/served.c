@@ -14,8 +14,10 @@
  *           its own copy of the devices, for before/after ratios in one run
  *
  * The servers stay up for the whole run; for each workload, connection count and queue
- * depth the targets run one after the other, and the rounds repeat that, so drift on
- * a noisy machine affects every target alike.  The report gives per configuration the
+ * depth the targets run one after the other, each round starting with the next target,
+ * and the rounds repeat that, so drift on a noisy machine affects every target alike.
+ * After each write run a tiercache target's dirty data is flushed (`tiercache flush`),
+ * so its cleaner does not compete with the next target's run.  The report gives per configuration the
  * median IOPS of each target, the ratios tc/raw, tc/mem (and tc/tc-b), and at QD 1 the
  * median of the rounds' median completion latencies.  Why it exists: the library alone
  * serves hits close to raw (tc-bench-hit); this says what the server adds on top.
@@ -310,6 +312,22 @@ static int served_start_tc(struct served *b, int k, int t, const char *cmd)
 	return served_fio(b, t, "read", SERVED_LINE, 1, 1, 0, NULL, NULL);
 }
 
+/* After a write run on tiercache: write its dirty data back now, at full speed, so
+ * that its cleaner does not run during the next target's measurement. */
+static int served_flush(struct served *b, int t)
+{
+	if (t != T_TC && t != T_TCB)
+		return 0;
+	int k = t == T_TC ? 0 : 1;
+	char *av[] = { t == T_TC ? b->tiercache : (char *)b->compare, "flush", "bench",
+		       "--control", b->ctl[k], NULL };
+	if (served_run(b, av, NULL)) {
+		cli_err("%s: flush failed; see %s/commands.log", served_tname[t], b->tmp);
+		return -1;
+	}
+	return 0;
+}
+
 static int served_cmp(const void *a, const void *b)
 {
 	double x = *(const double *)a, y = *(const double *)b;
@@ -441,13 +459,16 @@ static int served_main(struct served *b, const char *tmpbase)
 				for (unsigned q = 0; q < NQD; q++) {
 					fprintf(stderr, "round %u: %s, %u conn, QD %u:", r + 1,
 						rw[w], served_conns[c], served_qds[q]);
-					for (int t = 0; t < nt; t++) {
+					/* Each round starts with another target. */
+					for (int k = 0; k < nt; k++) {
+						int t = (int)((k + r) % (unsigned)nt);
 						if (served_stop)
 							return -1;
 						double *i = &b->iops[w][c][q][t][r];
 						double *p = &b->p50[w][c][q][t][r];
 						if (served_fio(b, t, rw[w], SERVED_BS, served_qds[q],
-							       served_conns[c], b->secs, i, p))
+							       served_conns[c], b->secs, i, p) ||
+						    (w == 1 && served_flush(b, t)))
 							return -1;
 						fprintf(stderr, " %s %.0f", served_tname[t], *i);
 					}
