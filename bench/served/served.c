@@ -308,7 +308,7 @@ static int served_start_tc(struct served *b, int k, int t, const char *cmd)
 	if (pid < 0)
 		return -1;
 	b->srv[t == T_TC ? 0 : 2] = pid;
-	/* Fill every line in order (line k lands in slot k of the fresh cache). */
+	/* Fill every line in order: the fresh cache fills its slots from the start. */
 	return served_fio(b, t, "read", SERVED_LINE, 1, 1, 0, NULL, NULL);
 }
 
