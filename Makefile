@@ -5,7 +5,7 @@
 #                           and stress again under ASan+UBSan in build-asan/
 #   make stress SEED=N COUNT=K   run the stress test with a chosen seed and count
 #   make demo               build, then scripts/demo.sh
-#   make bench              build, then the hit-path benchmark
+#   make bench              build, then the hit-path and served-path benchmarks
 #   make clean              remove the build directories
 #
 # Meson itself does the real work; you can always use `meson setup build && ninja -C
@@ -113,6 +113,7 @@ demo: build
 
 bench: build
 	$(BUILD)/bench/tc-bench-hit
+	$(BUILD)/bench/served/tc-bench-served
 
 clean:
 	rm -rf $(BUILD) $(BUILD_ASAN) $(BUILD_TSAN)

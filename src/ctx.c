@@ -22,8 +22,10 @@
  * queuing never allocates and cannot fail).  Timers sit on a list sorted by deadline:
  * the library arms a handful of them, so a heap would buy nothing.
  *
- * One mutex protects the queue, the timers and the waiters; callbacks always run with
- * it released, so they may queue work, arm timers and wake waiters freely.
+ * One mutex protects the queue, the timers and the waiters of tc_ctx_wait_until();
+ * callbacks always run with it released, so they may queue work, arm timers and wake
+ * waiters freely.  A struct tc_waiter on a thread other than the worker does not use
+ * it: it sleeps on a futex word of its own, which its completion alone wakes.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -31,7 +33,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <linux/futex.h>
+#include <sys/syscall.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "ctx.h"
 
@@ -543,11 +548,19 @@ void tc_ctx_wake(tc_ctx *ctx)
 	pthread_mutex_unlock(&ctx->lock);
 }
 
+/* The futex of a waiter of its own (ctx.h, struct tc_waiter). */
+static void waiter_futex(_Atomic uint32_t *word, int op, uint32_t val)
+{
+	syscall(SYS_futex, (uint32_t *)word, op | FUTEX_PRIVATE_FLAG, val, NULL, NULL, 0);
+}
+
 void tc_waiter_init(struct tc_waiter *w, tc_ctx *ctx)
 {
 	w->ctx = ctx;
 	w->result = 0;
 	w->done = false;
+	w->own = ctx->mode == TC_CTX_THREADED && !on_worker(ctx);
+	atomic_init(&w->word, 0);
 }
 
 void tc_waiter_done(struct tc_waiter *w, int result)
@@ -555,6 +568,13 @@ void tc_waiter_done(struct tc_waiter *w, int result)
 	tc_ctx *ctx = w->ctx;
 
 	w->result = result;
+	if (w->own) {
+		/* After the exchange the waiter may return: only its address is used. */
+		_Atomic uint32_t *word = &w->word;
+		if (atomic_exchange_explicit(word, 1, memory_order_acq_rel) == 2)
+			waiter_futex(word, FUTEX_WAKE, 1);
+		return;
+	}
 	/* After this store the waiter may return and reuse its stack (and @w): touch
 	 * nothing of it. */
 	__atomic_store_n(&w->done, true, __ATOMIC_RELEASE);
@@ -563,6 +583,18 @@ void tc_waiter_done(struct tc_waiter *w, int result)
 
 int tc_waiter_wait(struct tc_waiter *w)
 {
+	if (w->own) {
+		uint32_t v = 0;
+
+		/* 0 -> 2: asleep until tc_waiter_done() stores 1 (a wake is never lost: the
+		 * futex sleeps only while the word is still 2). */
+		if (atomic_compare_exchange_strong_explicit(&w->word, &v, 2,
+							    memory_order_acquire,
+							    memory_order_acquire))
+			while (atomic_load_explicit(&w->word, memory_order_acquire) != 1)
+				waiter_futex(&w->word, FUTEX_WAIT, 2);
+		return w->result;
+	}
 	int r = tc_ctx_wait_until(w->ctx, &w->done);
 
 	return r ? r : w->result;

@@ -16,6 +16,8 @@
 
 #include <pthread.h>
 #include <stdarg.h>
+#include <stdatomic.h>
+#include <stdint.h>
 #include "tiercache.h"
 
 struct tc_work;
@@ -82,16 +84,24 @@ void tc_ctx_wake(tc_ctx *ctx);
  *	submit(..., callback that calls tc_waiter_done(&w, result));
  *	return tc_waiter_wait(&w);
  *
- * tc_waiter_wait() blocks (threaded mode) or runs the context (deterministic mode, and
- * on the worker thread itself) through tc_ctx_wait_until().  tc_waiter_done() may run
- * on any thread; the waiter may return, and its stack go, the moment it has stored the
- * result, so tc_waiter_done() touches nothing of @w after that store, and the caller's
- * callback must not touch its own request after calling it either.
+ * tc_waiter_init() and tc_waiter_wait() run on the same thread.  Threaded mode, off the
+ * worker: the waiter sleeps on its own futex word and tc_waiter_done() wakes that one
+ * thread, never the context's other waiters (a context-wide broadcast per completion
+ * woke every thread of the server that was waiting on a request of its own, and they
+ * fought over the context's mutex).  Deterministic mode, and the worker thread itself:
+ * tc_waiter_wait() runs the context through tc_ctx_wait_until() until @done is set.
+ * tc_waiter_done() may run on any thread; the waiter may return, and its stack go, the
+ * moment it has stored the result, so tc_waiter_done() touches nothing of @w after
+ * that store (a futex wake on the address is harmless: futex waiters re-check their
+ * word), and the caller's callback must not touch its own request after calling it
+ * either.
  */
 struct tc_waiter {
 	tc_ctx *ctx;
 	int result;             /* 0 or negative errno, from tc_waiter_done() */
-	bool done;
+	bool done;              /* !own: set by tc_waiter_done(), waited through the ctx */
+	bool own;               /* threaded and not the worker: sleep on @word */
+	_Atomic uint32_t word;  /* own: 0 pending, 1 done, 2 pending with a sleeper */
 };
 
 void tc_waiter_init(struct tc_waiter *w, tc_ctx *ctx);
