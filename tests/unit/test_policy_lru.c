@@ -22,7 +22,8 @@ struct fixture {
 	struct tc_repl *r;
 };
 
-/* can_evict callbacks: arg is a bitmap of refused slots; calls are counted. */
+/* can_evict callbacks: arg is a bitmap of refused slots (0..31; higher slots are never
+ * refused); calls are counted. */
 struct refuse {
 	uint32_t mask;
 	unsigned calls;
@@ -33,7 +34,7 @@ static bool refuse_some(void *arg, uint32_t slot)
 	struct refuse *f = arg;
 
 	f->calls++;
-	return !(f->mask & (1u << slot));
+	return slot >= 32 || !(f->mask & (1u << slot));   /* the mask covers slots 0..31 */
 }
 
 static int setup(void **state)
