@@ -62,47 +62,6 @@ void *tc_alloc_buf(size_t len)
 	return p;
 }
 
-/* Build an iovec array for [skip, skip + len) of the client's iovecs. */
-static int iov_slice(const struct iovec *iov, int cnt, size_t skip, size_t len,
-		     struct iovec *one, struct iovec **out, int *outcnt)
-{
-	int i = 0, n = 0;
-	while (i < cnt && skip >= iov[i].iov_len) {
-		skip -= iov[i].iov_len;
-		i++;
-	}
-	int first = i;
-	size_t need = len, sk = skip;
-	for (; i < cnt && need; i++) {
-		size_t take = iov[i].iov_len - sk;
-		if (take > need)
-			take = need;
-		need -= take;
-		sk = 0;
-		n++;
-	}
-	if (need)
-		return -EINVAL;
-	struct iovec *v = n == 1 ? one : malloc(sizeof(*v) * (size_t)(n ? n : 1));
-	if (!v)
-		return -ENOMEM;
-	need = len;
-	sk = skip;
-	for (int j = 0; j < n; j++) {
-		const struct iovec *src = &iov[first + j];
-		size_t take = src->iov_len - sk;
-		if (take > need)
-			take = need;
-		v[j].iov_base = (char *)src->iov_base + sk;
-		v[j].iov_len = take;
-		need -= take;
-		sk = 0;
-	}
-	*out = v;
-	*outcnt = n;
-	return 0;
-}
-
 static bool iov_aligned(const struct iovec *iov, int cnt)
 {
 	for (int i = 0; i < cnt; i++)
@@ -559,7 +518,7 @@ static void step_hit(struct tc_sub *s)
 	const struct tc_io *io = s->req->io;
 	round_begin(s);
 	s->direct = (s->off % TC_UNIT_SIZE) == 0 && (s->len % TC_UNIT_SIZE) == 0 &&
-		    iov_slice(io->iov, io->iovcnt, s->data_off, s->len, &s->iov_one, &s->iov_direct,
+		    tc_iov_slice(io->iov, io->iovcnt, s->data_off, s->len, &s->iov_one, &s->iov_direct,
 			      &s->iov_direct_cnt) == 0 &&
 		    (!c->dev->direct || iov_aligned(s->iov_direct, s->iov_direct_cnt));
 	if (s->direct) {
@@ -721,7 +680,7 @@ static void step_write_rmw(struct tc_sub *s)
 	round_begin(s);
 	const struct tc_io *io = s->req->io;
 	bool aligned_client = !s->zeroes && !s->rmw_backing && !s->rmw_cache &&
-		iov_slice(io->iov, io->iovcnt, s->data_off, s->len, &s->iov_one, &s->iov_direct,
+		tc_iov_slice(io->iov, io->iovcnt, s->data_off, s->len, &s->iov_one, &s->iov_direct,
 			  &s->iov_direct_cnt) == 0;
 	s->direct = aligned_client && (s->off % TC_UNIT_SIZE) == 0 &&
 		    (s->len % TC_UNIT_SIZE) == 0 &&

@@ -388,6 +388,46 @@ static void iov_copy(char *buf, const struct iovec *iov, int iovcnt, size_t skip
 	}
 }
 
+int tc_iov_slice(const struct iovec *iov, int cnt, size_t skip, size_t len,
+		 struct iovec *one, struct iovec **out, int *outcnt)
+{
+	int i = 0, n = 0;
+	while (i < cnt && skip >= iov[i].iov_len) {
+		skip -= iov[i].iov_len;
+		i++;
+	}
+	int first = i;
+	size_t need = len, sk = skip;
+	for (; i < cnt && need; i++) {
+		size_t take = iov[i].iov_len - sk;
+		if (take > need)
+			take = need;
+		need -= take;
+		sk = 0;
+		n++;
+	}
+	if (need)
+		return -EINVAL;
+	struct iovec *v = n == 1 && one ? one : malloc(sizeof(*v) * (size_t)(n ? n : 1));
+	if (!v)
+		return -ENOMEM;
+	need = len;
+	sk = skip;
+	for (int j = 0; j < n; j++) {
+		const struct iovec *src = &iov[first + j];
+		size_t take = src->iov_len - sk;
+		if (take > need)
+			take = need;
+		v[j].iov_base = (char *)src->iov_base + sk;
+		v[j].iov_len = take;
+		need -= take;
+		sk = 0;
+	}
+	*out = v;
+	*outcnt = n;
+	return 0;
+}
+
 void tc_iov_to_buf(void *buf, const struct iovec *iov, int iovcnt, size_t skip, size_t len)
 {
 	iov_copy(buf, iov, iovcnt, skip, len, false);

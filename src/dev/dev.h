@@ -70,6 +70,13 @@ void tc_dev_complete_later(struct tc_dev *dev, struct tc_io *io, int result);
  * it (a running server or another tool), or -errno. */
 int tc_dev_lock_fd(tc_ctx *ctx, int fd, const char *path, unsigned flags);
 
+/* tc_iov_slice - the iovecs of bytes [@skip, @skip + @len) of @iov (@cnt elements),
+ * pointing into the same buffers: into *@one when one element does and @one is not
+ * NULL, else a malloc'ed array (free it when *@out != @one); the count in *@outcnt.
+ * Returns 0, -EINVAL when @iov holds fewer than @skip + @len bytes, or -ENOMEM. */
+int tc_iov_slice(const struct iovec *iov, int cnt, size_t skip, size_t len,
+		 struct iovec *one, struct iovec **out, int *outcnt);
+
 /* iovec helpers: copy between a flat buffer and @iov starting @skip bytes into the
  * iovec list. */
 void tc_iov_to_buf(void *buf, const struct iovec *iov, int iovcnt, size_t skip, size_t len);

@@ -388,38 +388,6 @@ static void array_child_done(struct tc_io *cio, int result)
 	c->done(c, result);
 }
 
-/* The iovecs of [@skip, @skip + @len) of @iov, malloc'ed into *@out. */
-static int array_iov_slice(const struct iovec *iov, int iovcnt, uint64_t skip, uint64_t len,
-			   struct iovec **out)
-{
-	int first = 0, cnt = 0;
-
-	while (first < iovcnt && skip >= iov[first].iov_len)
-		skip -= iov[first++].iov_len;
-	uint64_t left = len, s = skip;
-	for (int i = first; i < iovcnt && left; i++, cnt++) {
-		uint64_t n = iov[i].iov_len - s;
-		left -= n < left ? n : left;
-		s = 0;
-	}
-	struct iovec *v = malloc(sizeof(*v) * (size_t)(cnt ? cnt : 1));
-	if (!v)
-		return -ENOMEM;
-	left = len;
-	for (int i = 0; i < cnt; i++) {
-		const struct iovec *src = &iov[first + i];
-		uint64_t n = src->iov_len - skip;
-		if (n > left)
-			n = left;
-		v[i].iov_base = (char *)src->iov_base + skip;
-		v[i].iov_len = n;
-		left -= n;
-		skip = 0;
-	}
-	*out = v;
-	return cnt;
-}
-
 void array_child_submit(struct tc_array *a, struct array_child *c, unsigned member,
 			unsigned op, unsigned flags, uint64_t off, uint64_t len, void *buf,
 			const struct tc_io *parent, uint64_t skip, array_child_fn done,
@@ -439,7 +407,9 @@ void array_child_submit(struct tc_array *a, struct array_child *c, unsigned memb
 			iov = &c->iov1;
 			iovcnt = 1;
 		} else {
-			iovcnt = array_iov_slice(parent->iov, parent->iovcnt, skip, len, &c->iovs);
+			if (tc_iov_slice(parent->iov, parent->iovcnt, skip, len, NULL, &c->iovs,
+					 &iovcnt) < 0)
+				iovcnt = -1;
 			iov = c->iovs;
 		}
 	}
