@@ -14,6 +14,23 @@
  * so drift of a shared machine hits both alike; the median of the rounds is quoted.
  *
  *   tc-bench-raid [--size MIB] [--rounds N]
+ *
+ * --rebuild: the rebuild of a RAID 6 of 6 emulated HDDs (profile hdd, files in
+ * --dir) onto an emulated HDD spare: its time and MB/s on an idle array against a
+ * member's own sequential write bandwidth (1 MiB at QD 8, measured in the same run),
+ * at the windows in flight of --depth; and 4 KiB random reads at QD 8 for --seconds,
+ * IOPS without a rebuild, then with one running at priority 0 (md's rule: the floor
+ * under load) and 100 (the ceiling), alternating over the rounds, with their 99th
+ * percentile latency.
+ *
+ *   tc-bench-raid --rebuild [--dir DIR] [--member-mib MIB] [--rounds N] [--seconds S]
+ *
+ * --hdd: the same RAID 6 of emulated HDDs uncached against one of its members, each
+ * round both: sequential 1 MiB writes and reads at QD 8 (MB/s), random 4 KiB reads and
+ * writes at QD 16 (IOPS), each for --seconds; then sequential and random reads with one
+ * member lost and with two (docs/benchmarks.md, "Uncached arrays of HDDs").
+ *
+ *   tc-bench-raid --hdd [--dir DIR] [--member-mib MIB] [--rounds N] [--seconds S]
  */
 #include <errno.h>
 #include <getopt.h>
@@ -28,37 +45,12 @@
 #include "tiercache.h"
 #define BENCH_NAME "tc-bench-raid"
 #include "bench_common.h"
+#include "bench_qd.h"
 
 #define REQ (1024 * KIB)        /* one full stripe of the RAID 6 measured */
 #define QD 8u
 #define MEMBERS 6u
 #define MAX_ROUNDS 15
-
-struct slot {
-	struct tc_io io;
-	struct iovec iov;
-	struct bench_q *q;
-};
-
-struct bench_q {
-	pthread_mutex_t lock;
-	pthread_cond_t cond;
-	unsigned inflight;
-	int err;
-};
-
-static void slot_done(struct tc_io *io, int result)
-{
-	struct slot *s = io->private_data;
-	struct bench_q *q = s->q;
-
-	pthread_mutex_lock(&q->lock);
-	if (result < 0 && !q->err)
-		q->err = result;
-	q->inflight--;
-	pthread_cond_signal(&q->cond);
-	pthread_mutex_unlock(&q->lock);
-}
 
 static uint64_t cpu_ns(void)
 {
@@ -72,65 +64,289 @@ static uint64_t cpu_ns(void)
 static void pass(tc_dev *dev, unsigned op, uint64_t size, uint8_t *bufs, uint64_t *wall,
 		 uint64_t *cpu)
 {
-	struct bench_q q = { .inflight = 0 };
-	struct slot s[QD];
-	uint64_t off = 0, t0 = now_ns(), c0 = cpu_ns();
-	unsigned next = 0;
+	struct bench_qd_job j = { .dev = dev, .op = op, .size = size, .len = REQ,
+				  .bytes = size, .qd = QD, .bufs = bufs };
+	uint64_t c0 = cpu_ns();
 
-	pthread_mutex_init(&q.lock, NULL);
-	pthread_cond_init(&q.cond, NULL);
-	pthread_mutex_lock(&q.lock);
-	while (off < size || q.inflight) {
-		while (off < size && q.inflight < QD) {
-			struct slot *sl = &s[next];
-			sl->q = &q;
-			sl->iov = (struct iovec){ bufs + (uint64_t)next * REQ, REQ };
-			sl->io = (struct tc_io){ .op = (uint8_t)op, .offset = off, .length = REQ,
-						 .iov = &sl->iov, .iovcnt = 1, .done = slot_done,
-						 .private_data = sl };
-			q.inflight++;
-			off += REQ;
-			next = (next + 1) % QD;
-			/* The slot about to be reused has completed: at most QD in flight and
-			 * slots are taken in order. */
-			pthread_mutex_unlock(&q.lock);
-			tc_dev_submit(dev, &sl->io);
-			pthread_mutex_lock(&q.lock);
-		}
-		if (q.inflight)
-			pthread_cond_wait(&q.cond, &q.lock);
-	}
-	pthread_mutex_unlock(&q.lock);
-	if (q.err)
-		die("request", q.err);
-	*wall = now_ns() - t0;
+	bench_qd_run(&j);
+	*wall = j.wall_ns;
 	*cpu = cpu_ns() - c0;
-	pthread_cond_destroy(&q.cond);
-	pthread_mutex_destroy(&q.lock);
 }
 
-static int cmp_double(const void *a, const void *b)
+/* ---- rebuild ------------------------------------------------------------------------ */
+
+static char *emu_path(const char *dir, unsigned r, unsigned i)
 {
-	double x = *(const double *)a, y = *(const double *)b;
+	static char buf[8][512];
+
+	snprintf(buf[i % 8], sizeof(buf[0]), "%s/tc-bench-raid-%u-%u.img", dir, r, i);
+	return buf[i % 8];
+}
+
+static tc_dev *emu_new(tc_ctx *ctx, const char *path, uint64_t size)
+{
+	tc_dev *d;
+
+	remove(path);
+	CHECK(tc_dev_new_emu(ctx, "hdd", path, TC_DEV_CREATE, size, &d), "emulated HDD");
+	return d;
+}
+
+/* A RAID 6 of MEMBERS emulated HDDs and one spare, the array written once over. */
+static tc_dev *rebuild_array(tc_ctx *ctx, const char *dir, unsigned r, uint64_t msize,
+			     uint8_t *bufs)
+{
+	tc_dev *m[MEMBERS], *a;
+	struct tc_array_opts ao = { .level = TC_RAID6, .chunk = 256 * KIB };
+	uint64_t wall, c_ns;
+
+	for (unsigned i = 0; i < MEMBERS; i++)
+		m[i] = emu_new(ctx, emu_path(dir, r, i), msize);
+	CHECK(tc_dev_new_array(ctx, &ao, m, MEMBERS, &a), "array");
+	pass(a, TC_OP_WRITE, msize * (MEMBERS - 2), bufs, &wall, &c_ns);
+	CHECK(tc_array_add_spare(a, emu_new(ctx, emu_path(dir, r, MEMBERS), msize)), "spare");
+	return a;
+}
+
+static void rebuild_close(tc_dev *a, const char *dir, unsigned r)
+{
+	tc_dev_close(a);
+	for (unsigned i = 0; i <= MEMBERS; i++)
+		remove(emu_path(dir, r, i));
+}
+
+static int cmp_u64(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
 
 	return x < y ? -1 : x > y;
 }
 
-static double median(double *v, unsigned n)
+/* Random 4 KiB reads at QD 8 over @dev for @seconds: IOPS, and the 99th percentile
+ * latency in ms in *@p99. */
+static double rand_reads(tc_dev *dev, uint64_t size, double seconds, uint8_t *bufs,
+			 double *p99)
 {
-	qsort(v, n, sizeof(*v), cmp_double);
-	return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+	struct bench_qd_job j = { .dev = dev, .op = TC_OP_READ, .size = size, .len = 4 * KIB,
+				  .random = true, .seconds = seconds, .qd = QD, .bufs = bufs,
+				  .maxlat = 1u << 20 };
+
+	j.lat = malloc(j.maxlat * sizeof(*j.lat));
+	if (!j.lat)
+		die("latencies", ENOMEM);
+	bench_qd_run(&j);
+	qsort(j.lat, j.nlat, sizeof(*j.lat), cmp_u64);
+	*p99 = j.nlat ? (double)j.lat[j.nlat * 99 / 100] / 1e6 : 0;
+	free(j.lat);
+	return (double)j.requests / ((double)j.wall_ns / 1e9);
+}
+
+/* A threaded context logging warnings, and @bytes of 4 KiB-aligned buffers filled with
+ * @fill. */
+static uint8_t *bench_setup(tc_ctx **ctx, size_t bytes, uint8_t fill)
+{
+	struct tc_ctx_opts co = { .mode = TC_CTX_THREADED, .log_level = TC_LOG_WARN };
+
+	CHECK(tc_ctx_new(&co, ctx), "context");
+	tc_ctx_set_log(*ctx, log_sink, NULL, TC_LOG_WARN);
+	uint8_t *bufs = aligned_alloc(4096, bytes);
+	if (!bufs)
+		die("buffers", ENOMEM);
+	memset(bufs, fill, bytes);
+	return bufs;
+}
+
+static int bench_rebuild(const char *dir, uint64_t msize, unsigned rounds, double seconds,
+			 unsigned depth)
+{
+	tc_ctx *ctx;
+	uint8_t *bufs = bench_setup(&ctx, QD * REQ, 0x6b);
+	double member[MAX_ROUNDS], rebuild[MAX_ROUNDS], iops[4][MAX_ROUNDS], p99[4][MAX_ROUNDS];
+	unsigned depth_used = depth;
+	for (unsigned r = 0; r < rounds; r++) {
+		/* One member's sequential write bandwidth. */
+		uint64_t wall, c_ns;
+		tc_dev *one = emu_new(ctx, emu_path(dir, r, 9), msize);
+		pass(one, TC_OP_WRITE, msize, bufs, &wall, &c_ns);
+		member[r] = (double)msize / 1e6 / ((double)wall / 1e9);
+		tc_dev_close(one);
+		remove(emu_path(dir, r, 9));
+		/* The idle rebuild, unthrottled. */
+		tc_dev *a = rebuild_array(ctx, dir, r, msize, bufs);
+		struct tc_array_rebuild_opts ro = { .max_rate = UINT64_MAX, .depth = depth };
+		CHECK(tc_array_set_rebuild(a, &ro), "rebuild rates");
+		struct tc_array_status st;
+		tc_array_status(a, &st);
+		depth_used = st.rebuild.depth;
+		uint64_t t0 = now_ns();
+		CHECK(tc_array_fail_member(a, 1), "fail");
+		CHECK(tc_array_wait(a), "rebuild");
+		rebuild[r] = (double)msize / 1e6 / ((double)(now_ns() - t0) / 1e9);
+		/* Random reads: healthy; one member lost, no rebuild; then during rebuilds
+		 * at priority 0 and 100 (one member lost too, the rebuilding one). */
+		uint64_t asize = msize * (MEMBERS - 2);
+		iops[0][r] = rand_reads(a, asize, seconds, bufs, &p99[0][r]);
+		for (unsigned p = 0; p < 2; p++) {
+			ro = (struct tc_array_rebuild_opts){ .priority = p ? 100 : 0,
+							     .depth = depth };
+			CHECK(tc_array_set_rebuild(a, &ro), "rebuild rates");
+			CHECK(tc_array_fail_member(a, 2 + p), "fail");
+			if (p == 0)
+				iops[3][r] = rand_reads(a, asize, seconds, bufs, &p99[3][r]);
+			CHECK(tc_array_add_spare(a, emu_new(ctx, emu_path(dir, r, 7 + p), msize)),
+			      "spare");
+			iops[1 + p][r] = rand_reads(a, asize, seconds, bufs, &p99[1 + p][r]);
+			struct tc_array_status st;
+			tc_array_status(a, &st);
+			if (st.sync != TC_ARRAY_SYNC_REBUILD)
+				fprintf(stderr, BENCH_NAME ": the rebuild ended within the read run; "
+					"lengthen --member-mib\n");
+			ro.max_rate = UINT64_MAX;
+			ro.priority = 100;
+			CHECK(tc_array_set_rebuild(a, &ro), "rebuild rates");
+			CHECK(tc_array_wait(a), "rebuild");
+		}
+		rebuild_close(a, dir, r);
+		remove(emu_path(dir, r, 7));
+		remove(emu_path(dir, r, 8));
+	}
+	double mb = bench_median(member, rounds), rb = bench_median(rebuild, rounds);
+	double i0 = bench_median(iops[0], rounds), i1 = bench_median(iops[1], rounds);
+	double i2 = bench_median(iops[2], rounds), id = bench_median(iops[3], rounds);
+	double l0 = bench_median(p99[0], rounds), l1 = bench_median(p99[1], rounds);
+	double l2 = bench_median(p99[2], rounds), ld = bench_median(p99[3], rounds);
+	printf("RAID 6 of %u emulated HDDs (profile hdd), chunk 256 KiB, %" PRIu64 " MiB "
+	       "members, %u windows in flight, %u rounds\n", MEMBERS, msize / MIB, depth_used,
+	       rounds);
+	printf("  member sequential write %7.1f MB/s  idle rebuild %7.1f MB/s  "
+	       "rebuild/member %.2f\n", mb, rb, rb / mb);
+	printf("  random 4 KiB reads QD %u: healthy %6.0f IOPS, a member lost %6.0f (%.2f)\n"
+	       "    rebuilding at priority 0 %6.0f (%.2f of healthy, %.2f of degraded), "
+	       "at 100 %6.0f (%.2f, %.2f)\n", QD, i0, id, id / i0, i1, i1 / i0, i1 / id, i2,
+	       i2 / i0, i2 / id);
+	printf("  p99 latency: healthy %.1f ms, a member lost %.1f ms, rebuilding at priority "
+	       "0 %.1f ms (%.2f of degraded), at 100 %.1f ms (%.2f)\n", l0, ld, l1, l1 / ld,
+	       l2, l2 / ld);
+	free(bufs);
+	tc_ctx_free(ctx);
+	return 0;
+}
+
+/* ---- uncached RAID 6 of emulated HDDs ------------------------------------------------ */
+
+#define HDD_RAND_QD 16u
+
+/* @op over @dev for @seconds: 1 MiB sequential at QD 8 (MB/s) or, with @random, 4 KiB
+ * random at QD HDD_RAND_QD (IOPS). */
+static double hdd_run(tc_dev *dev, uint64_t size, unsigned op, bool random, double seconds,
+		      uint8_t *bufs)
+{
+	struct bench_qd_job j = { .dev = dev, .op = op, .size = size,
+				  .len = random ? 4 * KIB : REQ, .random = random,
+				  .seconds = seconds, .qd = random ? HDD_RAND_QD : QD,
+				  .bufs = bufs };
+
+	bench_qd_run(&j);
+	double per_s = (double)j.requests / ((double)j.wall_ns / 1e9);
+	return random ? per_s : per_s * (double)j.len / 1e6;
+}
+
+enum { H_SW, H_SR, H_RR, H_RW, H_N };                 /* the four workloads */
+static const char *const hdd_what[H_N] = {
+	"sequential 1 MiB write (MB/s)", "sequential 1 MiB read (MB/s)",
+	"random 4 KiB read (IOPS)", "random 4 KiB write (IOPS)",
+};
+
+/* The four workloads on @dev of @size bytes, into @v[H_N]. */
+static void hdd_four(tc_dev *dev, uint64_t size, double seconds, uint8_t *bufs, double *v)
+{
+	v[H_SW] = hdd_run(dev, size, TC_OP_WRITE, false, seconds, bufs);
+	v[H_SR] = hdd_run(dev, size, TC_OP_READ, false, seconds, bufs);
+	v[H_RR] = hdd_run(dev, size, TC_OP_READ, true, seconds, bufs);
+	v[H_RW] = hdd_run(dev, size, TC_OP_WRITE, true, seconds, bufs);
+}
+
+static int bench_hdd(const char *dir, uint64_t msize, unsigned rounds, double seconds)
+{
+	/* [0] one member, [1] the array healthy; dg: reads with one / two lost. */
+	double v[2][H_N][MAX_ROUNDS], dg[2][2][MAX_ROUNDS];
+	tc_ctx *ctx;
+	uint8_t *bufs = bench_setup(&ctx, HDD_RAND_QD * REQ, 0x5a);
+
+	for (unsigned r = 0; r < rounds; r++) {
+		double one[H_N], arr[H_N];
+		tc_dev *m[MEMBERS], *a;
+		struct tc_array_opts ao = { .level = TC_RAID6, .chunk = 256 * KIB };
+		struct tc_dev_info info;
+
+		/* One member alone, then the array of MEMBERS such members, each round. */
+		tc_dev *single = emu_new(ctx, emu_path(dir, r, MEMBERS), msize);
+		hdd_four(single, msize, seconds, bufs, one);
+		tc_dev_close(single);
+		for (unsigned i = 0; i < MEMBERS; i++)
+			m[i] = emu_new(ctx, emu_path(dir, r, i), msize);
+		CHECK(tc_dev_new_array(ctx, &ao, m, MEMBERS, &a), "array");
+		tc_dev_info(a, &info);
+		hdd_four(a, info.size, seconds, bufs, arr);
+		for (unsigned k = 0; k < H_N; k++) {
+			v[0][k][r] = one[k];
+			v[1][k][r] = arr[k];
+		}
+		/* Degraded: one member lost, then a second one (no spare). */
+		for (unsigned lost = 0; lost < 2; lost++) {
+			CHECK(tc_array_fail_member(a, lost * 3), "fail a member");
+			dg[lost][0][r] = hdd_run(a, info.size, TC_OP_READ, false, seconds, bufs);
+			dg[lost][1][r] = hdd_run(a, info.size, TC_OP_READ, true, seconds, bufs);
+		}
+		rebuild_close(a, dir, r);
+		fprintf(stderr, "round %u: member %.0f/%.0f MB/s %.0f/%.0f IOPS, array %.0f/%.0f "
+			"MB/s %.0f/%.0f IOPS\n", r + 1, one[H_SW], one[H_SR], one[H_RR], one[H_RW],
+			arr[H_SW], arr[H_SR], arr[H_RR], arr[H_RW]);
+	}
+	printf("RAID 6 of %u emulated HDDs (profile hdd), chunk 256 KiB, %" PRIu64 " MiB members, "
+	       "uncached; %.1f s per run, sequential at QD %u, random at QD %u; median of %u "
+	       "rounds\n", MEMBERS, msize / MIB, seconds, QD, HDD_RAND_QD, rounds);
+	printf("  %-32s %10s %10s %8s %12s\n", "workload", "member", "array", "array/1",
+		"per member");
+	for (unsigned k = 0; k < H_N; k++) {
+		double m1 = bench_median(v[0][k], rounds), ar = bench_median(v[1][k], rounds);
+		/* Full-stripe writes carry data on n - 2 members; reads on all n. */
+		unsigned carry = k == H_SW ? MEMBERS - 2 : MEMBERS;
+		printf("  %-32s %10.1f %10.1f %8.2f %12.2f\n", hdd_what[k], m1, ar, ar / m1,
+		       ar / m1 / carry);
+	}
+	double sr = bench_median(v[1][H_SR], rounds), rr = bench_median(v[1][H_RR], rounds);
+	for (unsigned lost = 0; lost < 2; lost++) {
+		double s = bench_median(dg[lost][0], rounds), q = bench_median(dg[lost][1], rounds);
+		printf("  %u member%s lost: sequential read %.1f MB/s (%.2f of healthy), random "
+		       "read %.0f IOPS (%.2f)\n", lost + 1, lost ? "s" : "", s, s / sr, q, q / rr);
+	}
+	free(bufs);
+	tc_ctx_free(ctx);
+	return 0;
 }
 
 static void usage(void)
 {
 	printf("usage: " BENCH_NAME " [--size MIB] [--rounds N]\n"
+	       "       " BENCH_NAME " --rebuild|--hdd [--dir DIR] [--member-mib MIB] [--rounds N]"
+	       " [--seconds S]\n"
 	       "  Full-stripe sequential write and read throughput of a RAID 6 array of %u\n"
 	       "  memory members (chunk 256 KiB, 1 MiB requests at QD %u) against one memory\n"
 	       "  device of the array's size, and CPU time per GiB written.\n"
 	       "  --size MIB   array size (default 256, a multiple of 4)\n"
-	       "  --rounds N   alternating rounds, median quoted (default 5, at most %u)\n",
-	       MEMBERS, QD, MAX_ROUNDS);
+	       "  --rounds N   alternating rounds, median quoted (default 5, at most %u)\n"
+	       "  --rebuild    instead: rebuild time and MB/s of a RAID 6 of %u emulated HDDs\n"
+	       "               against one member's sequential write bandwidth, and random\n"
+	       "               read IOPS without and during a rebuild (priority 0 and 100)\n"
+	       "  --hdd        instead: a RAID 6 of %u emulated HDDs uncached against one of\n"
+	       "               its members: sequential 1 MiB writes and reads, random 4 KiB\n"
+	       "               reads and writes, and reads with one and two members lost\n"
+	       "  --dir DIR    --rebuild, --hdd: folder of the emulated HDDs' files (default /tmp)\n"
+	       "  --member-mib MIB  --rebuild, --hdd: member size (default 256)\n"
+	       "  --seconds S  --rebuild, --hdd: length of each run (default 3)\n"
+	       "  --depth N    --rebuild: rebuild windows in flight (default 0: the library's)\n",
+	       MEMBERS, QD, MAX_ROUNDS, MEMBERS, MEMBERS);
 }
 
 int main(int argc, char **argv)
@@ -139,14 +355,45 @@ int main(int argc, char **argv)
 		{ "size", required_argument, NULL, 's' },
 		{ "rounds", required_argument, NULL, 'r' },
 		{ "help", no_argument, NULL, 'h' },
+		{ "rebuild", no_argument, NULL, 'R' },
+		{ "hdd", no_argument, NULL, 'H' },
+		{ "dir", required_argument, NULL, 'd' },
+		{ "member-mib", required_argument, NULL, 'm' },
+		{ "seconds", required_argument, NULL, 't' },
+		{ "depth", required_argument, NULL, 'D' },
 		{ NULL, 0, NULL, 0 },
 	};
-	uint64_t size_mib = 256;
-	unsigned rounds = 5;
+	uint64_t size_mib = 256, member_mib = 256;
+	unsigned rounds = 5, depth = 0;
+	bool rebuild = false, hdd = false;
+	const char *dir = "/tmp";
+	double seconds = 3;
 	int c;
 
 	while ((c = getopt_long(argc, argv, "s:r:h", opts, NULL)) != -1) {
 		switch (c) {
+		case 'R':
+			rebuild = true;
+			break;
+		case 'H':
+			hdd = true;
+			break;
+		case 'd':
+			dir = optarg;
+			break;
+		case 'm':
+			member_mib = strtoull(optarg, NULL, 10);
+			if (member_mib < 4)
+				bad_usage("--member-mib %s: at least 4", optarg);
+			break;
+		case 't':
+			seconds = strtod(optarg, NULL);
+			if (!(seconds > 0))
+				bad_usage("--seconds %s: not a positive number", optarg);
+			break;
+		case 'D':
+			depth = (unsigned)strtoul(optarg, NULL, 10);
+			break;
 		case 's':
 			size_mib = strtoull(optarg, NULL, 10);
 			if (size_mib < 4 || size_mib % 4)
@@ -165,6 +412,10 @@ int main(int argc, char **argv)
 			return 2;
 		}
 	}
+	if (hdd)
+		return bench_hdd(dir, member_mib * MIB, rounds, seconds);
+	if (rebuild)
+		return bench_rebuild(dir, member_mib * MIB, rounds, seconds, depth);
 	uint64_t size = size_mib * MIB;
 	struct tc_ctx_opts co = { .mode = TC_CTX_THREADED, .log_level = TC_LOG_WARN };
 	tc_ctx *ctx;
@@ -200,9 +451,9 @@ int main(int argc, char **argv)
 			rd[which][r] = (double)size / MIB / ((double)wall / 1e9);
 			tc_dev_close(dev);
 		}
-	double w0 = median(wr[0], rounds), w1 = median(wr[1], rounds);
-	double r0 = median(rd[0], rounds), r1 = median(rd[1], rounds);
-	double c0 = median(cpu[0], rounds), c1 = median(cpu[1], rounds);
+	double w0 = bench_median(wr[0], rounds), w1 = bench_median(wr[1], rounds);
+	double r0 = bench_median(rd[0], rounds), r1 = bench_median(rd[1], rounds);
+	double c0 = bench_median(cpu[0], rounds), c1 = bench_median(cpu[1], rounds);
 	printf("RAID 6 of %u memory members, chunk 256 KiB, %" PRIu64 " MiB, %u rounds\n",
 	       MEMBERS, size_mib, rounds);
 	printf("  full-stripe write  device %8.0f MiB/s  array %8.0f MiB/s  array/device %.2f\n",

@@ -38,6 +38,11 @@
 
 static const struct tc_dev_ops array_ops;
 
+bool array_is_array(const tc_dev *dev)
+{
+	return dev->ops == &array_ops;
+}
+
 static _Thread_local unsigned array_submit_depth;
 
 static const struct tc_raid_level *const array_levels[] = {
@@ -97,7 +102,7 @@ static int array_redundancy_now(struct tc_array *a, uint32_t faulty)
 }
 
 /* Recompute the redundancy with the current faulty set and report a change. */
-static void array_health_changed(struct tc_array *a)
+void array_health_changed(struct tc_array *a)
 {
 	pthread_mutex_lock(&a->lock);
 	uint32_t faulty = atomic_load(&a->faulty);
@@ -122,17 +127,56 @@ bool array_member_fail(struct tc_array *a, unsigned i, const char *why, int err)
 {
 	int expect = TC_MEMBER_ACTIVE;
 
-	if (!atomic_compare_exchange_strong(&a->m[i].state, &expect, TC_MEMBER_FAULTY))
-		return false;
+	if (!atomic_compare_exchange_strong(&a->m[i].state, &expect, TC_MEMBER_FAULTY)) {
+		/* A member being rebuilt (a spare, a replace's successor) fails too. */
+		if (expect != TC_MEMBER_REBUILDING ||
+		    !atomic_compare_exchange_strong(&a->m[i].state, &expect, TC_MEMBER_FAULTY))
+			return false;
+		struct array_disk *old = atomic_exchange(&a->m[i].old, NULL);
+		if (old) {
+			/* The old member misses what was written below the rebuild position:
+			 * retired with its successor. */
+			pthread_mutex_lock(&a->lock);
+			old->state = TC_MEMBER_FAULTY;
+			if (a->ngone < TC_ARRAY_MAX_EXTRA)
+				a->gone[a->ngone++] = old;
+			pthread_mutex_unlock(&a->lock);
+		}
+	}
 	atomic_fetch_or(&a->faulty, 1u << i);
+	const char *name = a->m[i].dev ? a->m[i].dev->name : "removed";
 	if (err)
 		tc_err(a->dev.ctx, "array %s: member %u (%s) faulty after a %s (%s)", a->dev.name,
-		       i, a->m[i].dev->name, why, strerror(err));
+		       i, name, why, strerror(err));
 	else
 		tc_err(a->dev.ctx, "array %s: member %u (%s) faulty: %s", a->dev.name, i,
-		       a->m[i].dev->name, why);
+		       name, why);
 	array_health_changed(a);
+	if (a->persist)
+		array_sb_changed(a);
+	if (!array_failed(a))
+		array_takeover(a, i);
 	return true;
+}
+
+void array_child_fail(struct array_child *c, const char *why, int err)
+{
+	struct tc_array *a = c->a;
+	unsigned i = c->member;
+
+	if (!c->to_old) {
+		array_member_fail(a, i, why, err);
+		return;
+	}
+	if (atomic_exchange(&a->m[i].old_failed, true))
+		return;
+	/* The replace goes on, by reconstruction: the slot holds valid data below the
+	 * rebuild position only, as after a spare's takeover. */
+	tc_err(a->dev.ctx, "array %s: member %u being replaced (%s) failed after a %s (%s); "
+	       "rebuilding its successor from the other members", a->dev.name, i,
+	       c->disk->dev->name, why, strerror(err));
+	atomic_fetch_or(&a->faulty, 1u << i);
+	array_health_changed(a);
 }
 
 /* A member's own health change (an array of arrays, a fault layer). */
@@ -141,7 +185,7 @@ static void array_member_event(void *opaque, tc_dev *member, enum tc_dev_event e
 	struct tc_array *a = opaque;
 
 	for (unsigned i = 0; i < a->n; i++) {
-		if (a->m[i].dev != member)
+		if (!a->m[i].dev || a->m[i].dev != member)
 			continue;
 		if (ev == TC_DEV_FAILED)
 			array_member_fail(a, i, "failure it reported", 0);
@@ -149,6 +193,11 @@ static void array_member_event(void *opaque, tc_dev *member, enum tc_dev_event e
 			array_health_changed(a);
 		return;
 	}
+}
+
+void array_member_event_fn(void *opaque, tc_dev *member, enum tc_dev_event ev)
+{
+	array_member_event(opaque, member, ev);
 }
 
 int tc_array_fail_member(tc_dev *dev, unsigned i)
@@ -189,15 +238,20 @@ int tc_array_status(tc_dev *dev, struct tc_array_status *st)
 	for (unsigned i = 0; i < a->n; i++) {
 		struct tc_array_member_status *ms = &st->member[i];
 		ms->state = atomic_load(&a->m[i].state);
-		ms->name = a->m[i].dev->name;
-		ms->size = a->m[i].dev->size;
+		ms->name = a->m[i].dev ? a->m[i].dev->name : "(removed)";
+		ms->size = a->m[i].dev ? a->m[i].dev->size : 0;
+		struct array_disk *old = atomic_load(&a->m[i].old);
+		ms->replacing = old ? old->dev->name : NULL;
 		ms->read_errors = atomic_load(&a->m[i].read_errors);
 		ms->corrected = atomic_load(&a->m[i].corrected);
 		if (ms->state == TC_MEMBER_FAULTY)
 			st->faulty++;
 	}
 	st->failed = array_failed(a);
-	st->degraded = !st->failed && st->faulty > 0;
+	st->degraded = !st->failed && (atomic_load(&a->faulty) != 0);
+	array_sync_status(a, st);
+	st->ppl = a->ppl;
+	raid_map_counts(a, &st->map_regions, &st->map_dirty, &st->map_region_size);
 	return 0;
 }
 
@@ -205,9 +259,9 @@ int tc_array_status(tc_dev *dev, struct tc_array_status *st)
  * Open.
  */
 
-static int array_check(tc_ctx *ctx, const struct tc_array_opts *o, tc_dev **members,
-		       unsigned n, const struct tc_raid_level **levelp, uint32_t *chunkp,
-		       unsigned *copiesp)
+int array_check(tc_ctx *ctx, const struct tc_array_opts *o, tc_dev **members,
+		unsigned n, const struct tc_raid_level **levelp, uint32_t *chunkp,
+		unsigned *copiesp)
 {
 	const struct tc_raid_level *l = array_level_of((unsigned)o->level);
 	uint32_t chunk = o->chunk ? o->chunk : TC_ARRAY_CHUNK_DEFAULT;
@@ -294,6 +348,12 @@ static void array_name(char *buf, size_t size, const struct tc_raid_level *l,
 int tc_dev_new_array(tc_ctx *ctx, const struct tc_array_opts *o, tc_dev **members,
 		     unsigned n, tc_dev **out)
 {
+	return array_open(ctx, o, members, n, NULL, 0, 0, out);
+}
+
+int array_open(tc_ctx *ctx, const struct tc_array_opts *o, tc_dev **members, unsigned n,
+	       const char *aname, uint64_t data_offset, uint64_t member_size, tc_dev **out)
+{
 	const struct tc_raid_level *l;
 	struct tc_array *a;
 	uint32_t chunk;
@@ -319,6 +379,15 @@ int tc_dev_new_array(tc_ctx *ctx, const struct tc_array_opts *o, tc_dev **member
 	a->chunk_shift = (unsigned)__builtin_ctz(chunk);
 	uint64_t smallest = UINT64_MAX, largest = 0;
 	for (unsigned i = 0; i < n; i++) {
+		a->m[i].disk = calloc(1, sizeof(*a->m[i].disk));
+		if (!a->m[i].disk) {
+			for (unsigned j = 0; j < i; j++)
+				free(a->m[j].disk);
+			free(a);
+			array_close_members(members, n);
+			return -ENOMEM;
+		}
+		a->m[i].disk->dev = members[i];
 		a->m[i].dev = members[i];
 		atomic_init(&a->m[i].state, TC_MEMBER_ACTIVE);
 		if (members[i]->size < smallest)
@@ -326,20 +395,30 @@ int tc_dev_new_array(tc_ctx *ctx, const struct tc_array_opts *o, tc_dev **member
 		if (members[i]->size > largest)
 			largest = members[i]->size;
 	}
-	a->member_size = smallest / chunk * chunk;
-	array_name(name, sizeof(name), l, members, n);
-	if (largest != smallest)
+	a->data_offset = data_offset;
+	a->member_size = member_size ? member_size
+		: smallest > data_offset ? (smallest - data_offset) / chunk * chunk : 0;
+	if (aname)
+		snprintf(name, sizeof(name), "%s", aname);
+	else
+		array_name(name, sizeof(name), l, members, n);
+	if (largest != smallest && !member_size)
 		tc_warn(ctx, "array %s: members of different sizes (%" PRIu64 " to %" PRIu64
 			" bytes): %" PRIu64 " bytes of each are used", name, smallest, largest,
 			a->member_size);
 	pthread_mutex_init(&a->lock, NULL);
 	ret = l->init ? l->init(a) : 0;
 	if (ret == 0)
+		ret = array_sync_init(a);
+	if (ret == 0)
 		ret = tc_dev_init(&a->dev, &array_ops, ctx, name, 0, members[0]->lbs);
 	if (ret < 0) {
 		if (l->fini)
 			l->fini(a);
+		array_sync_fini(a);
 		pthread_mutex_destroy(&a->lock);
+		for (unsigned i = 0; i < n; i++)
+			free(a->m[i].disk);
 		free(a);
 		array_close_members(members, n);
 		return ret;
@@ -365,11 +444,98 @@ int tc_dev_new_array(tc_ctx *ctx, const struct tc_array_opts *o, tc_dev **member
 }
 
 /* ------------------------------------------------------------------------------------
+ * The chunk lock of the mapped levels: a hash of keys held, a FIFO of waiters per key
+ * (as raid56.c's stripe lock).
+ */
+
+#define ARRAY_LOCK_BUCKETS 256u
+
+struct array_locks {
+	pthread_mutex_t lock;
+	struct array_lock *bucket[ARRAY_LOCK_BUCKETS];
+};
+
+int array_locks_new(struct array_locks **out)
+{
+	struct array_locks *t = calloc(1, sizeof(*t));
+
+	if (!t)
+		return -ENOMEM;
+	pthread_mutex_init(&t->lock, NULL);
+	*out = t;
+	return 0;
+}
+
+void array_locks_free(struct array_locks *t)
+{
+	if (!t)
+		return;
+	pthread_mutex_destroy(&t->lock);
+	free(t);
+}
+
+bool array_lock_take(struct array_locks *t, struct array_lock *l)
+{
+	unsigned b = (unsigned)(l->key % ARRAY_LOCK_BUCKETS);
+	bool got = true;
+
+	pthread_mutex_lock(&t->lock);
+	for (struct array_lock *h = t->bucket[b]; h; h = h->hnext)
+		if (h->key == l->key) {
+			l->wnext = NULL;
+			if (h->wait_tail)
+				h->wait_tail->wnext = l;
+			else
+				h->wait_head = l;
+			h->wait_tail = l;
+			got = false;
+			break;
+		}
+	if (got) {
+		l->hnext = t->bucket[b];
+		t->bucket[b] = l;
+		l->wait_head = l->wait_tail = NULL;
+		l->locked = true;
+	}
+	/* A queued @l may be started by another thread once the table is unlocked. */
+	pthread_mutex_unlock(&t->lock);
+	return got;
+}
+
+void array_lock_release(struct array_locks *t, struct array_lock *l)
+{
+	unsigned b = (unsigned)(l->key % ARRAY_LOCK_BUCKETS);
+	struct array_lock *w;
+
+	pthread_mutex_lock(&t->lock);
+	for (struct array_lock **p = &t->bucket[b]; *p; p = &(*p)->hnext)
+		if (*p == l) {
+			*p = l->hnext;
+			break;
+		}
+	w = l->wait_head;
+	if (w) {
+		w->wait_head = w->wnext;
+		w->wait_tail = w->wnext ? l->wait_tail : NULL;
+		w->hnext = t->bucket[b];
+		t->bucket[b] = w;
+		w->locked = true;
+	}
+	l->locked = false;
+	pthread_mutex_unlock(&t->lock);
+	if (w)
+		w->on_lock(w);
+}
+
+/* ------------------------------------------------------------------------------------
  * Child requests.
  */
 
 void array_complete(struct tc_array *a, struct tc_io *io, int result)
 {
+	/* After a member failure, writes complete once the superblocks record it. */
+	if (a->persist && io->op != TC_OP_READ && array_sb_hold(a, io, result))
+		return;
 	if (array_submit_depth)
 		tc_dev_complete_later(&a->dev, io, result);
 	else
@@ -381,6 +547,7 @@ static void array_child_done(struct tc_io *cio, int result)
 	struct array_child *c = (struct array_child *)cio;
 
 	atomic_fetch_sub_explicit(&c->a->m[c->member].inflight, 1, memory_order_relaxed);
+	atomic_fetch_sub_explicit(&c->disk->inflight, 1, memory_order_release);
 	free(c->iovs);
 	c->iovs = NULL;
 	if (result < 0 && c->io.op == TC_OP_READ)
@@ -393,9 +560,28 @@ void array_child_submit(struct tc_array *a, struct array_child *c, unsigned memb
 			const struct tc_io *parent, uint64_t skip, array_child_fn done,
 			void *owner)
 {
+	array_child_submit_to(a, c, member, 0, op, flags, off, len, buf, parent, skip, done,
+			      owner);
+}
+
+void array_child_submit_to(struct tc_array *a, struct array_child *c, unsigned member,
+			   int route, unsigned op, unsigned flags, uint64_t off, uint64_t len,
+			   void *buf, const struct tc_io *parent, uint64_t skip,
+			   array_child_fn done, void *owner)
+{
 	const struct iovec *iov = NULL;
 	int iovcnt = 0;
+	/* The slot's device first, then the old member: tc_array_replace() stores them
+	 * in the other order, so a submit that sees the new device sees the old one. */
+	struct array_disk *cur = atomic_load(&a->m[member].disk);
+	struct array_disk *old = atomic_load(&a->m[member].old);
 
+	/* A replace: the old member serves what is not copied yet. */
+	if (route == 0)
+		route = old && !atomic_load(&a->m[member].old_failed) &&
+			off >= atomic_load(&a->rebuild_pos) ? 2 : 1;
+	c->to_old = route == 2 && old;
+	c->disk = c->to_old ? old : cur;
 	c->a = a;
 	c->member = member;
 	c->done = done;
@@ -416,19 +602,21 @@ void array_child_submit(struct tc_array *a, struct array_child *c, unsigned memb
 	c->io = (struct tc_io){
 		.op = (uint8_t)op,
 		.flags = (uint8_t)flags,
-		.offset = off,
+		.offset = off + a->data_offset,
 		.length = len,
 		.iov = iov,
 		.iovcnt = iovcnt,
 		.done = array_child_done,
+		.prio = parent ? parent->prio : TC_PRIO_NORMAL,  /* the parent's class */
 	};
 	atomic_fetch_add_explicit(&a->m[member].inflight, 1, memory_order_relaxed);
+	atomic_fetch_add_explicit(&c->disk->inflight, 1, memory_order_relaxed);
 	if (iovcnt < 0) {
 		c->iovs = NULL;
 		tc_dev_complete_later(&a->dev, &c->io, -ENOMEM);
 		return;
 	}
-	tc_dev_submit(a->m[member].dev, &c->io);
+	tc_dev_submit(c->disk->dev, &c->io);
 }
 
 /* ------------------------------------------------------------------------------------
@@ -448,7 +636,7 @@ static void array_flush_done(struct array_child *c, int result)
 	struct tc_array *a = c->a;
 
 	if (result < 0)
-		array_member_fail(a, c->member, "flush error", -result);
+		array_child_fail(c, "flush error", -result);
 	if (atomic_fetch_sub(&f->pending, 1) != 1)
 		return;
 	struct tc_io *io = f->io;
@@ -458,7 +646,7 @@ static void array_flush_done(struct array_child *c, int result)
 
 static void array_flush(struct tc_array *a, struct tc_io *io)
 {
-	struct array_flush *f = calloc(1, sizeof(*f) + a->n * sizeof(f->child[0]));
+	struct array_flush *f = calloc(1, sizeof(*f) + 2 * a->n * sizeof(f->child[0]));
 
 	if (!f) {
 		array_complete(a, io, -ENOMEM);
@@ -467,11 +655,16 @@ static void array_flush(struct tc_array *a, struct tc_io *io)
 	f->io = io;
 	atomic_init(&f->pending, 1);
 	for (unsigned i = 0; i < a->n; i++) {
-		if (!array_member_active(a, i))
+		if (!array_member_writable(a, i))
 			continue;
 		atomic_fetch_add(&f->pending, 1);
-		array_child_submit(a, &f->child[i], i, TC_OP_FLUSH, 0, 0, 0, NULL, NULL, 0,
-				   array_flush_done, f);
+		array_child_submit_to(a, &f->child[i], i, 1, TC_OP_FLUSH, 0, 0, 0, NULL,
+				      NULL, 0, array_flush_done, f);
+		if (atomic_load(&a->m[i].old) && !atomic_load(&a->m[i].old_failed)) {
+			atomic_fetch_add(&f->pending, 1);
+			array_child_submit_to(a, &f->child[a->n + i], i, 2, TC_OP_FLUSH, 0, 0,
+					      0, NULL, NULL, 0, array_flush_done, f);
+		}
 	}
 	/* Drop the submit's own count. */
 	if (atomic_fetch_sub(&f->pending, 1) == 1) {
@@ -492,6 +685,7 @@ struct map_req {
 };
 
 struct map_seg {
+	struct array_lock lk;           /* first: writes hold the array chunk */
 	struct map_req *req;
 	uint64_t skip, len;     /* the run, in the parent's bytes */
 	unsigned op, flags;
@@ -521,6 +715,8 @@ static void map_seg_end(struct map_seg *s, int result)
 		int zero = 0;
 		atomic_compare_exchange_strong(&r->result, &zero, result);
 	}
+	if (s->lk.locked)
+		array_lock_release(r->a->locks, &s->lk);
 	free(s);
 	map_req_put(r);
 }
@@ -532,7 +728,7 @@ static void map_repair_done(struct array_child *c, int result)
 	struct map_seg *s = c->owner;
 
 	if (result < 0)
-		array_member_fail(c->a, c->member, "rewrite after a read error", -result);
+		array_child_fail(c, "rewrite after a read error", -result);
 	else
 		atomic_fetch_add(&c->a->m[c->member].corrected, 1);
 	if (atomic_fetch_sub(&s->pending, 1) == 1)
@@ -565,7 +761,7 @@ static void map_read_done(struct array_child *c, int result)
 	atomic_init(&s->pending, 1);
 	for (unsigned i = 0; i < s->ext.ncopies; i++) {
 		unsigned m = s->ext.copy[i].member;
-		if (!(s->bad & (1u << i)) || !array_member_active(a, m))
+		if (!(s->bad & (1u << i)) || !array_member_readable(a, m, s->ext.copy[i].offset))
 			continue;
 		atomic_fetch_add(&s->pending, 1);
 		array_child_submit(a, &s->child[i], m, TC_OP_WRITE, 0, s->ext.copy[i].offset,
@@ -585,7 +781,8 @@ static void map_read_next(struct map_seg *s)
 	for (unsigned j = 0; j < s->ext.ncopies; j++) {
 		unsigned i = (start + j) % s->ext.ncopies;
 		unsigned m = s->ext.copy[i].member;
-		if ((s->tried & (1u << i)) || !array_member_active(a, m))
+		if ((s->tried & (1u << i)) ||
+		    !array_member_readable(a, m, s->ext.copy[i].offset))
 			continue;
 		unsigned load = atomic_load_explicit(&a->m[m].inflight, memory_order_relaxed);
 		if (load < best_load) {
@@ -608,9 +805,9 @@ static void map_write_done(struct array_child *c, int result)
 	struct map_seg *s = c->owner;
 
 	if (result < 0)
-		array_member_fail(c->a, c->member, "write error", -result);
-	else
-		atomic_fetch_add(&s->ok, 1);
+		array_child_fail(c, "write error", -result);
+	else if (array_member_readable(c->a, c->member, c->io.offset - c->a->data_offset))
+		atomic_fetch_add(&s->ok, 1);    /* a copy that counts (not a rebuild's) */
 	if (atomic_fetch_sub(&s->pending, 1) == 1)
 		map_seg_end(s, atomic_load(&s->ok) ? 0 : -EIO);
 }
@@ -623,7 +820,7 @@ static void map_write(struct map_seg *s)
 	atomic_init(&s->ok, 0);
 	for (unsigned i = 0; i < s->ext.ncopies; i++) {
 		unsigned m = s->ext.copy[i].member;
-		if (!array_member_active(a, m))
+		if (!array_member_writable(a, m))
 			continue;
 		atomic_fetch_add(&s->pending, 1);
 		array_child_submit(a, &s->child[i], m, s->op, s->flags, s->ext.copy[i].offset,
@@ -631,6 +828,11 @@ static void map_write(struct map_seg *s)
 	}
 	if (atomic_fetch_sub(&s->pending, 1) == 1)
 		map_seg_end(s, atomic_load(&s->ok) ? 0 : -EIO);
+}
+
+static void map_write_locked(struct array_lock *l)
+{
+	map_write((struct map_seg *)l);
 }
 
 void array_submit_mapped(struct tc_array *a, struct tc_io *io)
@@ -664,11 +866,19 @@ void array_submit_mapped(struct tc_array *a, struct tc_io *io)
 		s->flags = io->flags;
 		s->tried = s->bad = 0;
 		s->ext = ext;
+		s->lk.locked = false;
 		atomic_fetch_add(&r->refs, 1);
-		if (op == TC_OP_READ)
+		if (op == TC_OP_READ) {
 			map_read_next(s);
-		else
+		} else if (a->copies > 1) {
+			/* Against a rebuild's copy of this chunk (rebuild.c). */
+			s->lk.key = (io->offset + done) >> a->chunk_shift;
+			s->lk.on_lock = map_write_locked;
+			if (array_lock_take(a->locks, &s->lk))
+				map_write(s);
+		} else {
 			map_write(s);
+		}
 		done += ext.len;
 	}
 	map_req_put(r);
@@ -719,6 +929,7 @@ static void array_submit(struct tc_dev *dev, struct tc_io *io)
 	struct tc_array *a = (struct tc_array *)dev;
 
 	array_submit_depth++;
+	atomic_fetch_add_explicit(&a->fg_requests, 1, memory_order_relaxed);
 	if (array_failed(a))
 		array_complete(a, io, -EIO);
 	else if (io->op == TC_OP_FLUSH)
@@ -732,12 +943,32 @@ static void array_close(struct tc_dev *dev)
 {
 	struct tc_array *a = (struct tc_array *)dev;
 
+	array_sync_fini(a);
+	if (a->persist)
+		array_sb_close(a);
 	for (unsigned i = 0; i < a->n; i++)
-		tc_dev_unwatch(a->m[i].dev, array_member_event, a);
+		if (a->m[i].dev)
+			tc_dev_unwatch(a->m[i].dev, array_member_event, a);
 	if (a->level->fini)
 		a->level->fini(a);
-	for (unsigned i = 0; i < a->n; i++)
-		tc_dev_close(a->m[i].dev);
+	for (unsigned i = 0; i < a->n; i++) {
+		struct array_disk *old = atomic_load(&a->m[i].old);
+		if (old) {
+			tc_dev_close(old->dev);
+			free(old);
+		}
+		if (a->m[i].dev)
+			tc_dev_close(a->m[i].dev);
+		free(a->m[i].disk);
+	}
+	for (unsigned i = 0; i < a->nspares; i++) {
+		tc_dev_close(a->spare[i]->dev);
+		free(a->spare[i]);
+	}
+	for (unsigned i = 0; i < a->ngone; i++) {
+		tc_dev_close(a->gone[i]->dev);
+		free(a->gone[i]);
+	}
 	pthread_mutex_destroy(&a->lock);
 	tc_dev_fini(dev);
 	free(a);

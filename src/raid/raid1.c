@@ -13,11 +13,15 @@ static unsigned raid1_data_members(const struct tc_array *a)
 	return 1;
 }
 
-/* A run of any length maps contiguously onto every member. */
+/* A run maps onto every member at the same offsets, cut at chunk boundaries: the
+ * chunk is what a rebuild copies under the array chunk lock (rebuild.c), and what a
+ * write locks. */
 static void raid1_map(const struct tc_array *a, uint64_t off, uint64_t len,
 		      struct raid_extent *ext)
 {
-	ext->len = len;
+	uint64_t in = off & (a->chunk - 1);
+
+	ext->len = a->chunk - in < len ? a->chunk - in : len;
 	ext->ncopies = a->n;
 	for (unsigned i = 0; i < a->n; i++)
 		ext->copy[i] = (struct raid_copy){ .member = i, .offset = off };
@@ -36,5 +40,7 @@ const struct tc_raid_level raid1_level = {
 	.data_members = raid1_data_members,
 	.map = raid1_map,
 	.submit = array_submit_mapped,
+	.sync = array_sync_mapped,
+	.check_windows = array_mapped_check_windows,
 	.redundancy = raid1_redundancy,
 };

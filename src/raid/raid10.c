@@ -35,5 +35,7 @@ const struct tc_raid_level raid10_level = {
 	.data_members = raid10_data_members,
 	.map = raid10_map,
 	.submit = array_submit_mapped,
+	.sync = array_sync_mapped,
+	.check_windows = array_mapped_check_windows,
 	.redundancy = raid10_redundancy,
 };

@@ -40,6 +40,7 @@
 
 #include "raid.h"
 #include "parity.h"
+#include <xxhash.h>
 
 #define R56_BUCKETS 256u
 #define R56_POOL 32u
@@ -56,7 +57,21 @@ struct r56 {
 	pthread_mutex_t pool_lock;
 	unsigned npool;
 	uint8_t *pool[R56_POOL];
+	/* The partial-parity log (a->ppl): slots of every member's log, under ppl_lock.
+	 * A slot is busy from the entry's write to the end of the update it logs; then it
+	 * keeps that update's stripe (ppl_stripe) until reused, so that a later update
+	 * of the stripe (a full-stripe write too) reuses it. */
+	pthread_mutex_t ppl_lock;
+	unsigned ppl_slots;
+	uint64_t ppl_slot_size;
+	uint8_t ppl_uuid[16];
+	_Atomic uint64_t ppl_seq;
+	uint64_t ppl_busy[TC_ARRAY_MAX_MEMBERS];
+	uint64_t *ppl_stripe;                   /* [member * ppl_slots + slot] */
+	struct r56_sop *ppl_wait_head[TC_ARRAY_MAX_MEMBERS], *ppl_wait_tail[TC_ARRAY_MAX_MEMBERS];
 };
+
+#define R56_NO_STRIPE UINT64_MAX
 
 struct r56_req {
 	struct tc_io *io;
@@ -66,6 +81,7 @@ struct r56_req {
 };
 
 typedef void (*r56_step_fn)(struct r56_sop *op);
+static void r56_ppl_release(struct r56_sop *op, uint64_t stripe);
 
 /* One stripe operation.  Slots: data 0..k-1, P = k, Q = k + 1. */
 struct r56_sop {
@@ -89,6 +105,15 @@ struct r56_sop {
 	atomic_uint pending;
 	r56_step_fn next;
 	r56_step_fn on_lock;
+	struct array_sync_win *win;     /* a sync window (rebuild.c), not a request */
+	uint32_t tslots;                /* sync: the slots rebuilt */
+	int route;                      /* sync: 0 auto, 1 the slot's device, 2 old member */
+	uint8_t *chk;                   /* check: the stored P and Q */
+	struct raid_map_wait map_wait;  /* a write waiting for its map bits */
+	bool mapped;                    /* counted in the map: raid_map_end() at the end */
+	int ppl_slot;                   /* the log slot held on the P member, or -1 */
+	uint8_t *ppl_buf;               /* the entry: header and partial parity */
+	struct r56_sop *ppl_wnext;      /* waiting for a slot */
 	struct r56_sop *hnext;          /* bucket chain of holders */
 	struct r56_sop *wait_head, *wait_tail, *wnext; /* waiters for this stripe */
 	struct array_child child[TC_ARRAY_MAX_MEMBERS];
@@ -174,12 +199,27 @@ static void r56_end(struct r56_sop *op, int result)
 {
 	struct r56_req *q = op->req;
 
+	if (op->win) {
+		struct array_sync_win *w = op->win;
+		struct tc_array *a = op->a;
+		if (op->locked)
+			r56_unlock(op);
+		free(op->mem);
+		free(op->chk);
+		free(op);
+		w->result = result;
+		array_sync_window_done(a, w);
+		return;
+	}
 	if (result < 0) {
 		int zero = 0;
 		atomic_compare_exchange_strong(&q->result, &zero, result);
 	}
 	if (op->locked)
 		r56_unlock(op);
+	if (op->mapped)
+		raid_map_end(op->a, (op->stripe << op->a->chunk_shift) + op->lo, op->hi - op->lo);
+	free(op->ppl_buf);
 	if (op->mem) {
 		struct r56 *r = op->r;
 		pthread_mutex_lock(&r->pool_lock);
@@ -214,7 +254,7 @@ static void r56_child_done(struct array_child *c, int result)
 
 	if (result < 0) {
 		if (c->io.op != TC_OP_READ)
-			array_member_fail(c->a, c->member, "write error", -result);
+			array_child_fail(c, "write error", -result);
 		if (array_io_error(result) || c->io.op != TC_OP_READ) {
 			atomic_fetch_or(&op->failed, 1u << slot);
 		} else {
@@ -233,10 +273,15 @@ static void r56_io(struct r56_sop *op, unsigned slot, unsigned rw, uint64_t from
 	struct tc_array *a = op->a;
 
 	atomic_fetch_add(&op->pending, 1);
-	array_child_submit(a, &op->child[slot], op->member[slot], rw,
-			   rw == TC_OP_WRITE ? op->flags : 0,
-			   (op->stripe << a->chunk_shift) + from, to - from, buf, op->req->io,
-			   skip, r56_child_done, op);
+	if (op->route)
+		array_child_submit_to(a, &op->child[slot], op->member[slot], op->route, rw, 0,
+				      (op->stripe << a->chunk_shift) + from, to - from, buf,
+				      NULL, 0, r56_child_done, op);
+	else
+		array_child_submit(a, &op->child[slot], op->member[slot], rw,
+				   rw == TC_OP_WRITE ? op->flags : 0,
+				   (op->stripe << a->chunk_shift) + from, to - from, buf,
+				   op->req ? op->req->io : NULL, skip, r56_child_done, op);
 }
 
 /* Slots whose members are faulty now. */
@@ -244,8 +289,10 @@ static uint32_t r56_lost(struct r56_sop *op)
 {
 	uint32_t lost = 0;
 
+	uint64_t off = op->stripe << op->a->chunk_shift;
+
 	for (unsigned s = 0; s < op->r->k + op->r->m; s++)
-		if (!array_member_active(op->a, op->member[s]))
+		if (!array_member_readable(op->a, op->member[s], off))
 			lost |= 1u << s;
 	return lost;
 }
@@ -448,6 +495,8 @@ static void r56_overlay(struct r56_sop *op, unsigned d)
 
 static void r56_written(struct r56_sop *op)
 {
+	if (op->ppl_slot >= 0)
+		r56_ppl_release(op, op->stripe);
 	r56_count_corrected(op);
 	r56_end(op, array_failed(op->a) ? -EIO : 0);
 }
@@ -460,15 +509,170 @@ static void r56_write_out(struct r56_sop *op)
 
 	r56_step_begin(op, r56_written);
 	for (unsigned s = 0; s < n; s++) {
-		if (lost & (1u << s))
+		if (!array_member_writable(op->a, op->member[s]))
 			continue;
-		if (s >= k || (op->bad & (1u << s)))
+		/* A member being rebuilt gets the rows whole: rebuilt, or new data. */
+		if (s >= k || ((op->bad | lost) & (1u << s)))
 			r56_io(op, s, TC_OP_WRITE, op->lo, op->hi, op->buf[s], 0);
 		else if (op->touched & (1u << s))
 			r56_io(op, s, TC_OP_WRITE, op->ws[s], op->we[s],
 			       op->buf[s] + op->ws[s] - op->lo, 0);
 	}
 	r56_step_put(op);
+}
+
+/* ---- the partial-parity log (ppl.c has the format and the recovery) ---- */
+
+/* Take a slot of the P member's log for @op (under ppl_lock): the one that holds an
+ * entry of this stripe if any, else a free one.  -1 when all are busy. */
+static int r56_ppl_pick(struct r56 *r, unsigned pm, uint64_t stripe)
+{
+	const uint64_t *st = r->ppl_stripe + (size_t)pm * r->ppl_slots;
+	int empty = -1, any = -1;
+
+	for (unsigned j = 0; j < r->ppl_slots; j++) {
+		if (r->ppl_busy[pm] & (1ull << j))
+			continue;
+		if (st[j] == stripe)
+			return (int)j;
+		if (st[j] == R56_NO_STRIPE && empty < 0)
+			empty = (int)j;
+		if (any < 0)
+			any = (int)j;
+	}
+	return empty >= 0 ? empty : any;
+}
+
+static void r56_ppl_logged(struct r56_sop *op)
+{
+	/* The entry is on the P member (or that member failed, and with it the parity
+	 * the entry was for): the update itself, FUA, so that the slot may be reused as
+	 * soon as it completes. */
+	op->flags |= TC_IO_FUA;
+	r56_write_out(op);
+}
+
+/* Write @op's entry into its slot, then the update. */
+static void r56_ppl_write(struct r56_sop *op)
+{
+	struct tc_array *a = op->a;
+	struct r56 *r = op->r;
+	unsigned pm = op->member[r->k];
+	uint64_t len = RAID_PPL_HDR + (op->hi - op->lo) * raid_get32(op->ppl_buf + 48);
+
+	r56_step_begin(op, r56_ppl_logged);
+	atomic_fetch_add(&op->pending, 1);
+	/* Child offsets are shifted by data_offset: undo it (mod 2^64). */
+	array_child_submit_to(a, &op->child[r->k], pm, 1, TC_OP_WRITE, TC_IO_FUA,
+			      RAID_PPL_OFFSET + r->ppl_slot_size * (uint64_t)op->ppl_slot -
+			      a->data_offset, len, op->ppl_buf, NULL, 0, r56_child_done, op);
+	r56_step_put(op);
+}
+
+/* The slot is @op's: write. */
+static void r56_ppl_got(struct r56_sop *op)
+{
+	r56_ppl_write(op);
+}
+
+/* Log the update of @op before writing it (RAID 5/6 with the log, parity computed):
+ * the partial parity is the new parity less the new data of the rows being written,
+ * that is the parity of the data the update leaves alone (md's partial parity, here
+ * for P and Q alike: both are linear in the data).  A full-stripe write (every chunk
+ * rewritten whole) logs a header alone, with no partial parity (parity 0): recovery
+ * recomputes that stripe's parity from its data, as md's PPL does for full-stripe
+ * entries; without it an interrupted full-stripe write left the parity stale. */
+static void r56_write_commit(struct r56_sop *op)
+{
+	struct r56 *r = op->r;
+	unsigned k = r->k, pm = op->member[k];
+	size_t len = op->hi - op->lo;
+	bool full = op->lo == 0 && op->hi == op->a->chunk;
+
+	if (!op->a->ppl || !array_member_writable(op->a, pm)) {
+		r56_write_out(op);
+		return;
+	}
+	for (unsigned d = 0; d < k && full; d++)
+		full = (op->touched & (1u << d)) && op->ws[d] == 0 && op->we[d] == op->a->chunk;
+	unsigned logged = full ? 0 : r->m;      /* partial parity blocks in the entry */
+	/* aligned_alloc wants a multiple of the alignment; the entry written is shorter. */
+	op->ppl_buf = aligned_alloc(4096, (RAID_PPL_HDR + len * logged + 4095) & ~(size_t)4095);
+	if (!op->ppl_buf) {
+		r56_end(op, -ENOMEM);
+		return;
+	}
+	uint8_t *pp[2] = { op->ppl_buf + RAID_PPL_HDR, op->ppl_buf + RAID_PPL_HDR + len };
+	for (unsigned p = 0; p < logged; p++)
+		memcpy(pp[p], op->buf[k + p], len);
+	struct raid_ppl_entry e;
+	memset(&e, 0, sizeof(e));
+	for (unsigned d = 0; d < k; d++) {
+		if (!(op->touched & (1u << d)))
+			continue;
+		if (logged) {
+			memset(op->tmp, 0, len);
+			memcpy(op->tmp + (op->ws[d] - op->lo), op->buf[d] + (op->ws[d] - op->lo),
+			       op->we[d] - op->ws[d]);
+			parity_update(r->par, len, d, op->tmp, pp);
+		}
+		e.ws[d] = (uint32_t)op->ws[d];
+		e.we[d] = (uint32_t)op->we[d];
+	}
+	memcpy(e.uuid, r->ppl_uuid, 16);
+	e.seq = atomic_fetch_add(&r->ppl_seq, 1) + 1;
+	e.stripe = op->stripe;
+	e.lo = (uint32_t)op->lo;
+	e.hi = (uint32_t)op->hi;
+	e.parity = logged;
+	e.touched = op->touched;
+	e.pp_csum = XXH64(pp[0], len * logged, 0);
+	raid_ppl_encode(&e, op->ppl_buf);
+	/* A slot, or a place in the member's queue of waiters. */
+	pthread_mutex_lock(&r->ppl_lock);
+	int j = r56_ppl_pick(r, pm, op->stripe);
+	if (j < 0) {
+		op->ppl_wnext = NULL;
+		if (r->ppl_wait_tail[pm])
+			r->ppl_wait_tail[pm]->ppl_wnext = op;
+		else
+			r->ppl_wait_head[pm] = op;
+		r->ppl_wait_tail[pm] = op;
+		pthread_mutex_unlock(&r->ppl_lock);
+		return;
+	}
+	r->ppl_busy[pm] |= 1ull << j;
+	r->ppl_stripe[(size_t)pm * r->ppl_slots + j] = op->stripe;
+	pthread_mutex_unlock(&r->ppl_lock);
+	op->ppl_slot = j;
+	r56_ppl_write(op);
+}
+
+/* The update of @op is durable: its slot keeps @stripe (R56_NO_STRIPE: nothing), or
+ * goes to the first waiter of the member. */
+static void r56_ppl_release(struct r56_sop *op, uint64_t stripe)
+{
+	struct r56 *r = op->r;
+	unsigned pm = op->member[r->k];
+	int j = op->ppl_slot;
+	struct r56_sop *w;
+
+	op->ppl_slot = -1;
+	pthread_mutex_lock(&r->ppl_lock);
+	r->ppl_stripe[(size_t)pm * r->ppl_slots + j] = stripe;
+	w = r->ppl_wait_head[pm];
+	if (w) {
+		r->ppl_wait_head[pm] = w->ppl_wnext;
+		if (!w->ppl_wnext)
+			r->ppl_wait_tail[pm] = NULL;
+		r->ppl_stripe[(size_t)pm * r->ppl_slots + j] = w->stripe;
+		w->ppl_slot = j;
+	} else {
+		r->ppl_busy[pm] &= ~(1ull << j);
+	}
+	pthread_mutex_unlock(&r->ppl_lock);
+	if (w)
+		r56_ppl_got(w);
 }
 
 static void r56_rmw_read_done(struct r56_sop *op)
@@ -496,7 +700,7 @@ static void r56_rmw_read_done(struct r56_sop *op)
 			t[i] ^= b[i];
 		parity_update(op->r->par, len, d, op->tmp, &op->buf[k]);
 	}
-	r56_write_out(op);
+	r56_write_commit(op);
 }
 
 /* Complete data in the buffers: the new data over it, the parity afresh, write. */
@@ -506,7 +710,7 @@ static void r56_encode_write(struct r56_sop *op)
 		if (op->touched & (1u << d))
 			r56_overlay(op, d);
 	parity_encode(op->r->par, op->hi - op->lo, op->buf);
-	r56_write_out(op);
+	r56_write_commit(op);
 }
 
 static void r56_rcw_read_done(struct r56_sop *op)
@@ -564,11 +768,28 @@ static void r56_write_plan(struct r56_sop *op)
 		r56_step_read(op, all & ~miss, r56_full_read_done);
 }
 
-static void r56_write(struct r56_sop *op)
+static void r56_write_locked(void *arg)
 {
+	struct r56_sop *op = arg;
+
 	op->on_lock = r56_write_plan;
 	if (r56_lock(op))
 		r56_write_plan(op);
+}
+
+/* A write: its regions' bits in the write-intent map first (when the array keeps
+ * one), then the stripe lock. */
+static void r56_write(struct r56_sop *op)
+{
+	if (op->a->map) {
+		op->mapped = true;
+		op->map_wait.fn = r56_write_locked;
+		op->map_wait.arg = op;
+		if (!raid_map_start(op->a, (op->stripe << op->a->chunk_shift) + op->lo,
+				    op->hi - op->lo, &op->map_wait))
+			return;
+	}
+	r56_write_locked(op);
 }
 
 /* ------------------------------------------------------------------------------------
@@ -619,6 +840,7 @@ static void r56_submit(struct tc_array *a, struct tc_io *io)
 		op->zero = io->op == TC_OP_WRITE_ZEROES || io->op == TC_OP_DISCARD;
 		op->flags = io->flags;
 		op->lo = a->chunk;
+		op->ppl_slot = -1;
 		r56_slots(a, r->m, op->stripe, op->member);
 		for (uint64_t at = 0; at < len;) {
 			unsigned d = (unsigned)((in + at) >> a->chunk_shift);
@@ -646,6 +868,178 @@ static void r56_submit(struct tc_array *a, struct tc_io *io)
 }
 
 /* ------------------------------------------------------------------------------------
+ * Sync windows (rebuild.c drives them): one stripe each, under the stripe lock, so
+ * that no foreground update of the stripe runs between the reads and the writes.
+ *
+ * Rebuild: the target slots (members rebuilding in this pass) are rebuilt from every
+ * other readable chunk (RAID 6: two targets at once, or one target and a survivor
+ * whose read failed, from the second parity) and written; survivors whose read failed
+ * are rewritten too (md's read-error correction).  A replace's target is first copied
+ * from the old member; only if that read fails (or the old member is gone) is it
+ * rebuilt from the others.  Check: every chunk is read, the parity recomputed from the
+ * data and compared with the stored P (and Q); repair rewrites the parity that
+ * differs.  A chunk that fails to read is rebuilt and rewritten, as a read would.
+ */
+
+static void r56_sync_written(struct r56_sop *op)
+{
+	uint32_t failed = atomic_load(&op->failed);
+
+	r56_count_corrected(op);
+	if (op->win->kind == SYNC_REBUILD && !(failed & op->tslots))
+		array_sync_advance(op->a, op->win);
+	r56_end(op, failed & op->tslots ? -EIO : 0);
+}
+
+static void r56_sync_rebuilt(struct r56_sop *op)
+{
+	int ret = r56_read_result(op);
+
+	if (ret >= 0)
+		ret = r56_rebuild(op);
+	if (ret < 0) {
+		r56_end(op, ret);
+		return;
+	}
+	op->route = 1;
+	r56_step_rows(op, TC_OP_WRITE, op->tslots | (op->bad & ~op->lost), r56_sync_written);
+}
+
+/* Rebuild the targets from the others: every readable chunk but theirs. */
+static void r56_sync_reconstruct(struct r56_sop *op)
+{
+	unsigned n = op->r->k + op->r->m;
+
+	op->route = 0;
+	op->lost = r56_lost(op) | op->tslots;
+	op->bad = 0;
+	r56_step_read(op, ((1u << n) - 1) & ~(op->lost | op->bad), r56_sync_rebuilt);
+}
+
+static void r56_sync_old_read(struct r56_sop *op)
+{
+	uint32_t failed = atomic_load(&op->failed);
+
+	if (atomic_load(&op->err) || failed) {
+		atomic_store(&op->err, 0);
+		r56_sync_reconstruct(op);
+		return;
+	}
+	op->route = 1;
+	r56_step_rows(op, TC_OP_WRITE, op->tslots, r56_sync_written);
+}
+
+static void r56_check_done(struct r56_sop *op)
+{
+	r56_count_corrected(op);
+	r56_end(op, 0);
+}
+
+static void r56_check_read(struct r56_sop *op)
+{
+	struct r56 *r = op->r;
+	unsigned k = r->k;
+	size_t len = op->hi - op->lo;
+	int ret = r56_read_result(op);
+
+	if (ret >= 0)
+		ret = r56_rebuild(op);  /* chunks that failed to read */
+	if (ret < 0) {
+		r56_end(op, ret);
+		return;
+	}
+	op->chk = malloc(len * r->m);
+	if (!op->chk) {
+		r56_end(op, -ENOMEM);
+		return;
+	}
+	for (unsigned p = 0; p < r->m; p++)
+		memcpy(op->chk + len * p, op->buf[k + p], len);
+	parity_encode(r->par, len, op->buf);
+	uint32_t differ = 0;
+	for (unsigned p = 0; p < r->m; p++)
+		if (memcmp(op->chk + len * p, op->buf[k + p], len))
+			differ |= 1u << (k + p);
+	/* Parity rebuilt for a chunk that failed to read is right by construction. */
+	differ &= ~op->bad;
+	if (differ)
+		op->win->mismatches++;
+	uint32_t write = op->bad & ~op->lost;
+	if (op->win->kind == SYNC_REPAIR)
+		write |= differ;
+	if (!write) {
+		r56_end(op, 0);
+		return;
+	}
+	r56_step_rows(op, TC_OP_WRITE, write, r56_check_done);
+}
+
+static void r56_sync_locked(struct r56_sop *op)
+{
+	unsigned n = op->r->k + op->r->m;
+	struct tc_array *a = op->a;
+
+	if (r56_buffers(op) < 0) {
+		r56_end(op, -ENOMEM);
+		return;
+	}
+	if (op->win->kind != SYNC_REBUILD) {
+		op->lost = r56_lost(op);
+		if (op->lost) {
+			r56_end(op, -EBUSY);    /* degraded since the check began */
+			return;
+		}
+		r56_step_read(op, (1u << n) - 1, r56_check_read);
+		return;
+	}
+	for (unsigned s = 0; s < n; s++)
+		if (op->win->targets & (1u << op->member[s]))
+			op->tslots |= 1u << s;
+	/* A replace (one target, the old member still reading): copy. */
+	if (__builtin_popcount(op->tslots) == 1) {
+		unsigned s = (unsigned)__builtin_ctz(op->tslots);
+		unsigned m = op->member[s];
+		if (atomic_load(&a->m[m].old) && !atomic_load(&a->m[m].old_failed)) {
+			op->route = 2;
+			r56_step_read(op, op->tslots, r56_sync_old_read);
+			return;
+		}
+	}
+	r56_sync_reconstruct(op);
+}
+
+static void r56_sync(struct tc_array *a, struct array_sync_win *w)
+{
+	struct r56 *r = a->level_priv;
+	struct r56_sop *op = calloc(1, sizeof(*op));
+
+	if (!op) {
+		w->result = -ENOMEM;
+		array_sync_window_done(a, w);
+		return;
+	}
+	op->a = a;
+	op->r = r;
+	op->win = w;
+	op->stripe = w->row;
+	op->op = TC_OP_WRITE;
+	op->lo = 0;
+	op->hi = a->chunk;
+	op->ppl_slot = -1;
+	w->bytes = a->chunk;
+	atomic_init(&op->err, 0);
+	r56_slots(a, r->m, op->stripe, op->member);
+	op->on_lock = r56_sync_locked;
+	if (r56_lock(op))
+		r56_sync_locked(op);
+}
+
+static uint64_t r56_check_windows(const struct tc_array *a)
+{
+	return a->member_size >> a->chunk_shift;
+}
+
+/* ------------------------------------------------------------------------------------
  * The level tables.
  */
 
@@ -665,7 +1059,33 @@ static int r56_init(struct tc_array *a, unsigned m)
 	}
 	pthread_mutex_init(&r->lock, NULL);
 	pthread_mutex_init(&r->pool_lock, NULL);
+	pthread_mutex_init(&r->ppl_lock, NULL);
 	a->level_priv = r;
+	return 0;
+}
+
+int array_ppl_enable(struct tc_array *a, const uint8_t *uuid)
+{
+	struct r56 *r = a->level_priv;
+
+	if (a->level->parity == 0 || !r)
+		return -EINVAL;
+	r->ppl_slots = raid_ppl_slots((uint32_t)a->chunk, r->m);
+	r->ppl_slot_size = raid_ppl_slot_size((uint32_t)a->chunk, r->m);
+	if (!r->ppl_slots) {
+		tc_err(a->dev.ctx, "array %s: chunk %" PRIu64 " too large for the partial-parity "
+		       "log (%u MiB holds not one entry of %u parity chunks)", a->dev.name,
+		       a->chunk, RAID_PPL_AREA >> 20, r->m);
+		return -EINVAL;
+	}
+	r->ppl_stripe = malloc(sizeof(*r->ppl_stripe) * a->n * r->ppl_slots);
+	if (!r->ppl_stripe)
+		return -ENOMEM;
+	for (size_t i = 0; i < (size_t)a->n * r->ppl_slots; i++)
+		r->ppl_stripe[i] = R56_NO_STRIPE;
+	memcpy(r->ppl_uuid, uuid, 16);
+	atomic_init(&r->ppl_seq, 0);
+	a->ppl = true;
 	return 0;
 }
 
@@ -686,6 +1106,8 @@ static void r56_fini(struct tc_array *a)
 	if (!r)
 		return;
 	parity_free(r->par);
+	free(r->ppl_stripe);
+	pthread_mutex_destroy(&r->ppl_lock);
 	while (r->npool)
 		free(r->pool[--r->npool]);
 	pthread_mutex_destroy(&r->pool_lock);
@@ -724,6 +1146,8 @@ const struct tc_raid_level raid5_level = {
 	.fini = r56_fini,
 	.submit = r56_submit,
 	.redundancy = raid5_redundancy,
+	.sync = r56_sync,
+	.check_windows = r56_check_windows,
 };
 
 const struct tc_raid_level raid6_level = {
@@ -736,4 +1160,6 @@ const struct tc_raid_level raid6_level = {
 	.fini = r56_fini,
 	.submit = r56_submit,
 	.redundancy = raid6_redundancy,
+	.sync = r56_sync,
+	.check_windows = r56_check_windows,
 };

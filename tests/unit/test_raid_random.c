@@ -9,7 +9,11 @@
  * (repaired: every request still succeeds).  Members are failed mid-run, some while requests are in
  * flight: within the redundancy every read stays right; past it every request fails
  * with -EIO.  Without failures, the members are consistent afterwards: P and Q
- * recomputed from the data members match, and mirror copies agree.
+ * recomputed from the data members match, and mirror copies agree.  With hot spares,
+ * each failure is taken over by a spare that is rebuilt while the random requests go
+ * on (at no rate limit, so that the rebuilds overlap the requests); afterwards every
+ * member is active again and the members are consistent.  In the threaded runs a
+ * member is also replaced (copied onto a new device) while the threads run.
  */
 #include <errno.h>
 #include <pthread.h>
@@ -123,14 +127,25 @@ static bool overlaps(const struct range *r, unsigned nr, uint64_t off, uint64_t 
  * @fail_at (0-terminated, at most survivable) a member fails while the batch is in
  * flight.  Then, with @past, one failure more: every request fails.
  */
-static void run_random(enum tc_ctx_mode mode, uint64_t seed, enum tc_raid_level_id level,
-		       unsigned n, unsigned rounds, const unsigned *fail_at, bool past)
+static void run_random_spares(enum tc_ctx_mode mode, uint64_t seed,
+			      enum tc_raid_level_id level, unsigned n, unsigned rounds,
+			      const unsigned *fail_at, bool past, unsigned spares)
 {
 	struct raid_fx fx;
 	uint64_t rs = seed * 7919 + 1;
+	tc_dev *spare[4];
 
 	assert_int_equal(raid_fx_open_faults(&fx, mode, seed, level, n, CHUNK, MEMBER), 0);
 	tc_ctx_set_log(fx.ctx, quiet_log, NULL, TC_LOG_ERROR);
+	if (spares) {
+		struct tc_array_rebuild_opts o = { .max_rate = UINT64_MAX, .priority = 100 };
+		assert_int_equal(tc_array_set_rebuild(fx.array, &o), 0);
+	}
+	for (unsigned i = 0; i < spares; i++) {
+		assert_int_equal(tc_dev_new_memory(fx.ctx, MEMBER, &spare[i]), 0);
+		assert_int_equal(tc_array_add_spare(fx.array, spare[i]), 0);
+	}
+	unsigned used = 0;
 	struct tc_dev_info info;
 	tc_dev_info(fx.array, &info);
 	uint64_t size = info.size, sectors = size / TC_SECTOR_SIZE;
@@ -200,6 +215,10 @@ static void run_random(enum tc_ctx_mode mode, uint64_t seed, enum tc_raid_level_
 			assert_int_equal(tc_array_fail_member(fx.array, victim), 0);
 			failed++;
 			victim_now = victim;
+			if (used < spares) {
+				assert_int_equal(tc_array_status(fx.array, &st), 0);
+				assert_int_equal(st.member[victim].state, TC_MEMBER_REBUILDING);
+			}
 		}
 		for (unsigned b = 0; b < nb; b++) {
 			assert_int_equal(raid_pending_wait(&pend[b]), 0);
@@ -212,11 +231,21 @@ static void run_random(enum tc_ctx_mode mode, uint64_t seed, enum tc_raid_level_
 		}
 		if (victim_now < n)
 			scribble(fx.member[victim_now], &rs);
+		if (victim_now < n && used < spares)
+			fx.member[victim_now] = spare[used++];  /* for check_consistent */
 		for (unsigned i = 0; i < n; i++)
 			tc_fault_heal(fx.fault[i]);
 	}
 	check_all(&fx, model, size);
-	if (!failed)
+	if (spares) {
+		assert_int_equal(tc_array_wait(fx.array), 0);
+		struct tc_array_status st;
+		assert_int_equal(tc_array_status(fx.array, &st), 0);
+		for (unsigned i = 0; i < n; i++)
+			assert_int_equal(st.member[i].state, TC_MEMBER_ACTIVE);
+		check_all(&fx, model, size);
+	}
+	if (failed <= used)
 		check_consistent(&fx, level);
 	/* The read errors were met, and repaired. */
 	uint64_t fired = 0, corrected = 0;
@@ -260,6 +289,12 @@ static void run_random(enum tc_ctx_mode mode, uint64_t seed, enum tc_raid_level_
 	free(zero);
 	free(model);
 	raid_fx_close(&fx);
+}
+
+static void run_random(enum tc_ctx_mode mode, uint64_t seed, enum tc_raid_level_id level,
+		       unsigned n, unsigned rounds, const unsigned *fail_at, bool past)
+{
+	run_random_spares(mode, seed, level, n, rounds, fail_at, past, 0);
 }
 
 static const unsigned no_fail[] = { 0 };
@@ -310,6 +345,21 @@ static void test_random_raid6(void **state)
 	}
 }
 
+static void test_random_spares(void **state)
+{
+	for (uint64_t seed = 1; seed <= 3; seed++) {
+		run_random_spares(TC_CTX_DETERMINISTIC, seed, TC_RAID1, 3, 150, fail_two, false, 2);
+		run_random_spares(TC_CTX_DETERMINISTIC, seed, TC_RAID10, 4, 150, fail_one, false, 1);
+		run_random_spares(TC_CTX_DETERMINISTIC, seed, TC_RAID5, 3 + (unsigned)seed, 150,
+				  fail_two, false, 2);
+		run_random_spares(TC_CTX_DETERMINISTIC, seed, TC_RAID6, 4 + (unsigned)seed, 150,
+				  fail_two, false, 2);
+	}
+	run_random_spares(TC_CTX_THREADED, 7, TC_RAID6, 6, 150, fail_two, false, 2);
+	run_random_spares(TC_CTX_THREADED, 8, TC_RAID5, 4, 150, fail_one, false, 1);
+	run_random_spares(TC_CTX_THREADED, 9, TC_RAID10, 4, 150, fail_one, false, 1);
+}
+
 static void test_random_threaded(void **state)
 {
 	run_random(TC_CTX_THREADED, 1, TC_RAID6, 6, 150, no_fail, false);
@@ -358,14 +408,22 @@ static void *worker_run(void *arg)
 	return NULL;
 }
 
-static void run_threads(enum tc_raid_level_id level, unsigned n, bool fail)
+static void run_threads_spare(enum tc_raid_level_id level, unsigned n, bool fail,
+			      bool spare, bool replace)
 {
 	struct raid_fx fx;
 	struct worker w[THREADS];
 	pthread_t t[THREADS];
+	tc_dev *sp = NULL;
 
 	assert_int_equal(raid_fx_open(&fx, TC_CTX_THREADED, 0, level, n, CHUNK, MEMBER), 0);
 	tc_ctx_set_log(fx.ctx, quiet_log, NULL, TC_LOG_ERROR);
+	if (spare) {
+		struct tc_array_rebuild_opts o = { .max_rate = UINT64_MAX, .priority = 100 };
+		assert_int_equal(tc_array_set_rebuild(fx.array, &o), 0);
+		assert_int_equal(tc_dev_new_memory(fx.ctx, MEMBER, &sp), 0);
+		assert_int_equal(tc_array_add_spare(fx.array, sp), 0);
+	}
 	struct tc_dev_info info;
 	tc_dev_info(fx.array, &info);
 	uint8_t *model = calloc(1, info.size);
@@ -374,20 +432,56 @@ static void run_threads(enum tc_raid_level_id level, unsigned n, bool fail)
 					.ops = 400 };
 		assert_int_equal(pthread_create(&t[i], NULL, worker_run, &w[i]), 0);
 	}
-	if (fail) {
+	if (replace) {
+		/* Member 1 copied onto the spare device while the threads run. */
+		struct tc_dev_info si;
+		tc_dev_info(sp, &si);
+		assert_int_equal(tc_array_remove(fx.array, si.name), 0);
+		assert_int_equal(tc_dev_new_memory(fx.ctx, MEMBER, &sp), 0);
+		assert_int_equal(tc_array_replace(fx.array, 1, sp), 0);
+	} else if (fail) {
 		uint64_t rs = 5;
 		assert_int_equal(tc_array_fail_member(fx.array, 1), 0);
-		scribble(fx.member[1], &rs);
+		if (!spare)
+			scribble(fx.member[1], &rs);
 	}
 	for (unsigned i = 0; i < THREADS; i++) {
 		pthread_join(t[i], NULL);
 		assert_int_equal(w[i].bad, 0);
 	}
 	check_all(&fx, model, info.size);
-	if (!fail)
+	if (spare) {
+		assert_int_equal(tc_array_wait(fx.array), 0);
+		fx.member[1] = sp;
+		check_all(&fx, model, info.size);
+	}
+	if (!fail || spare)
 		check_consistent(&fx, level);
+	if (replace) {
+		struct tc_array_status st;
+		assert_int_equal(tc_array_status(fx.array, &st), 0);
+		assert_int_equal(st.member[1].state, TC_MEMBER_ACTIVE);
+		assert_int_equal(st.extra[0].state, TC_MEMBER_REPLACED);
+	}
 	free(model);
 	raid_fx_close(&fx);
+}
+
+static void run_threads(enum tc_raid_level_id level, unsigned n, bool fail)
+{
+	run_threads_spare(level, n, fail, false, false);
+}
+
+static void test_threads_spare(void **state)
+{
+	run_threads_spare(TC_RAID6, 6, true, true, false);
+	run_threads_spare(TC_RAID5, 4, true, true, false);
+	run_threads_spare(TC_RAID1, 2, true, true, false);
+	run_threads_spare(TC_RAID10, 4, true, true, false);
+	run_threads_spare(TC_RAID6, 6, false, true, true);
+	run_threads_spare(TC_RAID5, 4, false, true, true);
+	run_threads_spare(TC_RAID1, 2, false, true, true);
+	run_threads_spare(TC_RAID10, 4, false, true, true);
 }
 
 static void test_threads_raid6(void **state)
@@ -416,10 +510,12 @@ int main(void)
 		cmocka_unit_test(test_random_raid10),
 		cmocka_unit_test(test_random_raid5),
 		cmocka_unit_test(test_random_raid6),
+		cmocka_unit_test(test_random_spares),
 		cmocka_unit_test(test_random_threaded),
 		cmocka_unit_test(test_threads_raid6),
 		cmocka_unit_test(test_threads_raid5),
 		cmocka_unit_test(test_threads_raid1),
+		cmocka_unit_test(test_threads_spare),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

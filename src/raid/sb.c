@@ -1,0 +1,1466 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * sb.c - array member superblocks, creating arrays and assembling them from their
+ * members (docs/raid.md: the format, the assembly rules).
+ *
+ * Every member (and every hot spare) starts with two copies of a 4 KiB superblock
+ * naming the array (uuid, name), its geometry (level, chunk, copies, members, data
+ * offset, member size), the member's role (a slot, or spare), an event counter, the
+ * clean/dirty flag, the rebuild checkpoint and every slot's state.  The scheme is
+ * Linux md's v1.x metadata (drivers/md/md.c, super_1_load / super_1_sync): the event
+ * counter grows at every update, so a member that missed updates (it failed, or was
+ * away) has an older count and is stale; the array is marked dirty while writes may
+ * be in flight, and md's rule refuses a parity array that is both dirty and degraded,
+ * since the parity of a stripe being written at the crash may not match its data and
+ * rebuilding a lost chunk from it would corrupt data nobody was writing.
+ *
+ * Updates: a->persist (sb_persist) rewrites every active member's superblock (and the
+ * spares') with the event counter one higher, copy 0 then copy 1, each FUA.  It is
+ * called at assembly (the array becomes dirty when opened for writing), by the persist
+ * thread after a member state change (array_sb_changed, from the I/O path, never
+ * blocks), by the rebuild code, and at close (clean).  An array assembled read-only
+ * writes nothing, ever.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+#include <endian.h>
+#include <xxhash.h>
+
+#include "raid.h"
+
+/* ---- the codec ---------------------------------------------------------------------
+ * Layout of one copy (little-endian; docs/raid.md has the same table):
+ *   0 magic u32, 4 version u32, 8 level u32, 12 chunk u32, 16 copies u32,
+ *   20 members u32, 24 role u32, 28 flags u32, 32 uuid[16], 48 member_uuid[16],
+ *   64 name[32], 96 data_offset u64, 104 member_size u64, 112 events u64,
+ *   120 rebuild_pos u64, 128 ctime u64, 136 utime u64, 144..255 reserved (zero),
+ *   256 slot table: 32 x { uuid[16], state u32, reserved[12] },
+ *   1280 replace table: 32 x old_uuid[16] (the member a slot's replace copies from),
+ *   1792..4087 reserved, 4088 checksum u64 (XXH64, seed 0, of bytes 0..4087).
+ */
+#define OFF_SLOTS 256u
+#define SLOT_SIZE 32u
+#define OFF_RESERVED1 144u
+#define OFF_OLD (OFF_SLOTS + TC_ARRAY_MAX_MEMBERS * SLOT_SIZE)
+#define OFF_RESERVED2 (OFF_OLD + TC_ARRAY_MAX_MEMBERS * 16u)
+#define OFF_CSUM (RAID_SB_SIZE - 8u)
+
+#define put32 raid_put32
+#define put64 raid_put64
+#define get32 raid_get32
+#define get64 raid_get64
+
+static bool is_zero(const void *p, size_t n)
+{
+	const uint8_t *b = p;
+	for (size_t i = 0; i < n; i++)
+		if (b[i])
+			return false;
+	return true;
+}
+
+void raid_sb_encode(const struct raid_sb *sb, void *out)
+{
+	uint8_t *b = out;
+
+	memset(b, 0, RAID_SB_SIZE);
+	put32(b + 0, RAID_SB_MAGIC);
+	put32(b + 4, RAID_SB_VERSION);
+	put32(b + 8, sb->level);
+	put32(b + 12, sb->chunk);
+	put32(b + 16, sb->copies);
+	put32(b + 20, sb->members);
+	put32(b + 24, sb->role);
+	put32(b + 28, sb->flags);
+	memcpy(b + 32, sb->uuid, 16);
+	memcpy(b + 48, sb->member_uuid, 16);
+	memcpy(b + 64, sb->name, strnlen(sb->name, TC_NAME_MAX - 1));
+	put64(b + 96, sb->data_offset);
+	put64(b + 104, sb->member_size);
+	put64(b + 112, sb->events);
+	put64(b + 120, sb->rebuild_pos);
+	put64(b + 128, sb->ctime);
+	put64(b + 136, sb->utime);
+	for (unsigned i = 0; i < sb->members && i < TC_ARRAY_MAX_MEMBERS; i++) {
+		uint8_t *s = b + OFF_SLOTS + i * SLOT_SIZE;
+		memcpy(s, sb->slot[i].uuid, 16);
+		put32(s + 16, sb->slot[i].state);
+		memcpy(b + OFF_OLD + i * 16, sb->slot[i].old_uuid, 16);
+	}
+	put64(b + OFF_CSUM, XXH64(b, OFF_CSUM, 0));
+}
+
+enum raid_sb_status raid_refuse(enum raid_sb_status st, char *why, size_t whylen,
+				const char *prefix, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (why && whylen) {
+		int n = snprintf(why, whylen, "%s", prefix);
+		va_start(ap, fmt);
+		if (n >= 0 && (size_t)n < whylen)
+			vsnprintf(why + n, whylen - (size_t)n, fmt, ap);
+		va_end(ap);
+	}
+	return st;
+}
+
+#define refuse(st, why, whylen, ...) \
+	raid_refuse(st, why, whylen, "array superblock: ", __VA_ARGS__)
+
+enum raid_sb_status raid_check_header(const void *buf, size_t len, uint32_t size,
+				      uint32_t magic, uint32_t version, const char *prefix,
+				      char *why, size_t whylen)
+{
+	const uint8_t *b = buf;
+
+	if (len < size)
+		return raid_refuse(RAID_SB_SHORT, why, whylen, prefix, "%zu bytes, not %u", len,
+				   size);
+	uint32_t got_magic = get32(b), got_version = get32(b + 4);
+	if (got_magic != magic)
+		return raid_refuse(RAID_SB_BAD_MAGIC, why, whylen, prefix,
+				   "magic 0x%08x is not 0x%08x", got_magic, magic);
+	if (got_version != version)
+		return raid_refuse(RAID_SB_BAD_VERSION, why, whylen, prefix,
+				   "version %u is not the supported version %u", got_version,
+				   version);
+	uint64_t stored = get64(b + size - 8), computed = XXH64(b, size - 8, 0);
+	if (stored != computed)
+		return raid_refuse(RAID_SB_BAD_CHECKSUM, why, whylen, prefix,
+				   "checksum 0x%016" PRIx64 " does not match the contents (0x%016"
+				   PRIx64 ")", stored, computed);
+	return RAID_SB_OK;
+}
+
+/* The fewest members a level takes with @copies copies (tc_dev_new_array's rule). */
+static unsigned level_min_members(uint32_t level, uint32_t copies)
+{
+	switch (level) {
+	case TC_RAID5: return 3;
+	case TC_RAID6: return 4;
+	case TC_RAID10: return copies > 2 ? copies : 2;
+	default: return 2;
+	}
+}
+
+enum raid_sb_status raid_sb_decode(const void *buf, size_t len, struct raid_sb *sb,
+				   char *why, size_t whylen)
+{
+	const uint8_t *b = buf;
+
+	enum raid_sb_status hs = raid_check_header(b, len, RAID_SB_SIZE, RAID_SB_MAGIC,
+						   RAID_SB_VERSION, "array superblock: ", why,
+						   whylen);
+	if (hs != RAID_SB_OK)
+		return hs;
+
+	struct raid_sb s;
+	memset(&s, 0, sizeof(s));
+	s.level = get32(b + 8);
+	s.chunk = get32(b + 12);
+	s.copies = get32(b + 16);
+	s.members = get32(b + 20);
+	s.role = get32(b + 24);
+	s.flags = get32(b + 28);
+	memcpy(s.uuid, b + 32, 16);
+	memcpy(s.member_uuid, b + 48, 16);
+	memcpy(s.name, b + 64, TC_NAME_MAX);
+	s.data_offset = get64(b + 96);
+	s.member_size = get64(b + 104);
+	s.events = get64(b + 112);
+	s.rebuild_pos = get64(b + 120);
+	s.ctime = get64(b + 128);
+	s.utime = get64(b + 136);
+
+	if (!tc_raid_level_name(s.level))
+		return refuse(RAID_SB_BAD_FIELD, why, whylen,
+			      "level %u is not raid0, raid1, raid5, raid6 or raid10", s.level);
+	if (s.chunk & (s.chunk - 1) || s.chunk < TC_ARRAY_CHUNK_MIN ||
+	    s.chunk > TC_ARRAY_CHUNK_MAX)
+		return refuse(RAID_SB_BAD_FIELD, why, whylen,
+			      "chunk %u is not a power of two from %u to %u", s.chunk,
+			      TC_ARRAY_CHUNK_MIN, TC_ARRAY_CHUNK_MAX);
+	if (s.members > TC_ARRAY_MAX_MEMBERS ||
+	    s.members < level_min_members(s.level, s.copies))
+		return refuse(RAID_SB_BAD_FIELD, why, whylen,
+			      "members %u: %s takes %u to %u", s.members,
+			      tc_raid_level_name(s.level),
+			      level_min_members(s.level, s.copies), TC_ARRAY_MAX_MEMBERS);
+	uint32_t want = s.level == TC_RAID1 ? s.members : 1;
+	if (s.level == TC_RAID10 ? s.copies < 2 || s.copies > s.members : s.copies != want)
+		return refuse(RAID_SB_BAD_FIELD, why, whylen,
+			      "copies %u for %s of %u members (%s)", s.copies,
+			      tc_raid_level_name(s.level), s.members,
+			      s.level == TC_RAID10 ? "2 to members" :
+			      s.level == TC_RAID1 ? "must equal members" : "must be 1");
+	if (s.role >= s.members && s.role != RAID_SB_ROLE_SPARE)
+		return refuse(RAID_SB_BAD_FIELD, why, whylen,
+			      "role %u is neither a slot below %u nor spare (0x%08x)", s.role,
+			      s.members, RAID_SB_ROLE_SPARE);
+	if (s.flags & ~RAID_SB_FLAGS)
+		return refuse(RAID_SB_BAD_FIELD, why, whylen, "flags 0x%08x has unknown bits",
+			      s.flags);
+	if (is_zero(s.uuid, 16))
+		return refuse(RAID_SB_BAD_FIELD, why, whylen, "uuid is all zeros");
+	if (is_zero(s.member_uuid, 16))
+		return refuse(RAID_SB_BAD_FIELD, why, whylen, "member_uuid is all zeros");
+	size_t nlen = strnlen(s.name, TC_NAME_MAX);
+	if (nlen == TC_NAME_MAX)
+		return refuse(RAID_SB_BAD_FIELD, why, whylen,
+			      "name is not NUL-terminated within %d bytes", TC_NAME_MAX);
+	if (!tc_volume_name_valid(s.name))
+		return refuse(RAID_SB_BAD_FIELD, why, whylen, "name \"%.*s\" is not a valid "
+			      "array name", (int)nlen, s.name);
+	if (!is_zero(s.name + nlen, TC_NAME_MAX - nlen))
+		return refuse(RAID_SB_BAD_FIELD, why, whylen,
+			      "name \"%s\" has non-zero bytes after its terminator", s.name);
+	if (s.data_offset % 4096 || s.data_offset < 2 * RAID_SB_SIZE)
+		return refuse(RAID_SB_BAD_FIELD, why, whylen,
+			      "data_offset %" PRIu64 " is not a multiple of 4096 of at least %u",
+			      s.data_offset, 2 * RAID_SB_SIZE);
+	if (!s.member_size || s.member_size % s.chunk)
+		return refuse(RAID_SB_BAD_FIELD, why, whylen,
+			      "member_size %" PRIu64 " is not a positive multiple of the chunk "
+			      "(%u)", s.member_size, s.chunk);
+	if (s.events == 0)
+		return refuse(RAID_SB_BAD_FIELD, why, whylen,
+			      "events is 0 (the first write is 1)");
+	if (s.rebuild_pos > s.member_size || s.rebuild_pos % 4096)
+		return refuse(RAID_SB_BAD_FIELD, why, whylen,
+			      "rebuild_pos %" PRIu64 " is not a multiple of 4096 up to "
+			      "member_size %" PRIu64, s.rebuild_pos, s.member_size);
+	if (s.utime < s.ctime)
+		return refuse(RAID_SB_BAD_FIELD, why, whylen,
+			      "utime %" PRIu64 " is before ctime %" PRIu64, s.utime, s.ctime);
+	if (!is_zero(b + OFF_RESERVED1, OFF_SLOTS - OFF_RESERVED1))
+		return refuse(RAID_SB_BAD_FIELD, why, whylen,
+			      "reserved bytes %u..%u are not zero", OFF_RESERVED1, OFF_SLOTS - 1);
+	for (unsigned i = 0; i < TC_ARRAY_MAX_MEMBERS; i++) {
+		const uint8_t *p = b + OFF_SLOTS + i * SLOT_SIZE, *o = b + OFF_OLD + i * 16;
+		if (i >= s.members) {
+			if (!is_zero(p, SLOT_SIZE) || !is_zero(o, 16))
+				return refuse(RAID_SB_BAD_FIELD, why, whylen,
+					      "slot %u beyond the %u members is not zero", i,
+					      s.members);
+			continue;
+		}
+		memcpy(s.slot[i].uuid, p, 16);
+		s.slot[i].state = get32(p + 16);
+		if (is_zero(p, 16))
+			return refuse(RAID_SB_BAD_FIELD, why, whylen,
+				      "slot %u uuid is all zeros", i);
+		if (s.slot[i].state != TC_MEMBER_ACTIVE && s.slot[i].state != TC_MEMBER_FAULTY &&
+		    s.slot[i].state != TC_MEMBER_REBUILDING)
+			return refuse(RAID_SB_BAD_FIELD, why, whylen,
+				      "slot %u state %u is not active (0), faulty (1) or "
+				      "rebuilding (3)", i, s.slot[i].state);
+		if (!is_zero(p + 20, SLOT_SIZE - 20))
+			return refuse(RAID_SB_BAD_FIELD, why, whylen,
+				      "slot %u reserved bytes are not zero", i);
+		memcpy(s.slot[i].old_uuid, o, 16);
+		if (!is_zero(o, 16) && (s.slot[i].state != TC_MEMBER_REBUILDING ||
+					!memcmp(o, p, 16)))
+			return refuse(RAID_SB_BAD_FIELD, why, whylen,
+				      "slot %u names a member being replaced but is not being "
+				      "rebuilt by another", i);
+	}
+	/* The member being replaced in a slot carries that slot as its role too. */
+	if (s.role != RAID_SB_ROLE_SPARE && memcmp(s.slot[s.role].uuid, s.member_uuid, 16) &&
+	    memcmp(s.slot[s.role].old_uuid, s.member_uuid, 16))
+		return refuse(RAID_SB_BAD_FIELD, why, whylen,
+			      "slot %u (this member's role) names another member", s.role);
+	if (!is_zero(b + OFF_RESERVED2, OFF_CSUM - OFF_RESERVED2))
+		return refuse(RAID_SB_BAD_FIELD, why, whylen,
+			      "reserved bytes %u..%u are not zero", OFF_RESERVED2, OFF_CSUM - 1);
+	if (sb)
+		*sb = s;
+	return RAID_SB_OK;
+}
+
+static void *sb_alloc(size_t len)
+{
+	void *p = NULL;
+	if (posix_memalign(&p, 4096, len))
+		return NULL;
+	memset(p, 0, len);
+	return p;
+}
+
+int raid_sb_read(tc_dev *dev, struct raid_sb *sb, unsigned *ok, char *why, size_t whylen)
+{
+	uint8_t *buf;
+	int best = -1, magic = 0;
+	char why1[160];
+
+	if (ok)
+		*ok = 0;
+	if (why && whylen)
+		why[0] = 0;
+	if (dev->size < 2 * RAID_SB_SIZE)
+		return 0;
+	buf = sb_alloc(2 * RAID_SB_SIZE);
+	if (!buf)
+		return -ENOMEM;
+	int r = tc_dev_pread(dev, buf, 2 * RAID_SB_SIZE, 0);
+	if (r) {
+		free(buf);
+		return r;
+	}
+	for (int i = 0; i < 2; i++) {
+		struct raid_sb tmp;
+		const uint8_t *p = buf + i * RAID_SB_SIZE;
+		magic |= get32(p) == RAID_SB_MAGIC;
+		if (raid_sb_decode(p, RAID_SB_SIZE, &tmp, i ? why1 : why, i ? sizeof(why1)
+				   : whylen) != RAID_SB_OK)
+			continue;
+		if (ok)
+			(*ok)++;
+		if (best < 0 || tmp.events > sb->events) {
+			*sb = tmp;
+			best = i;
+		}
+	}
+	free(buf);
+	if (best >= 0)
+		return 1;
+	return magic ? -EUCLEAN : 0;
+}
+
+int raid_sb_write(tc_dev *dev, const struct raid_sb *sb)
+{
+	uint8_t *buf = sb_alloc(RAID_SB_SIZE);
+	if (!buf)
+		return -ENOMEM;
+	raid_sb_encode(sb, buf);
+	/* What the record vouches for first (md_super_write's REQ_PREFLUSH): a rebuild
+	 * checkpoint says the rows below it are on the member, so the rebuild's writes
+	 * there must be durable before it is. */
+	int r = tc_dev_flush(dev);
+	if (!r)
+		r = tc_dev_pwrite(dev, buf, RAID_SB_SIZE, 0, TC_IO_FUA);
+	if (!r)
+		r = tc_dev_pwrite(dev, buf, RAID_SB_SIZE, RAID_SB_SIZE, TC_IO_FUA);
+	free(buf);
+	return r;
+}
+
+static void uuid_generate(uint8_t uuid[16])
+{
+	size_t got = 0;
+	while (got < 16) {
+		ssize_t n = getrandom(uuid + got, 16 - got, 0);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			break;
+		got += (size_t)n;
+	}
+	if (got < 16) {          /* no getrandom: clocks and the pid tell formats apart */
+		struct timespec ts;
+		clock_gettime(CLOCK_REALTIME, &ts);
+		uint64_t h[2] = { XXH64(&ts, sizeof(ts), (uint64_t)getpid()),
+				  XXH64(&ts, sizeof(ts), (uint64_t)clock()) };
+		memcpy(uuid, h, 16);
+	}
+	uuid[6] = (uint8_t)((uuid[6] & 0x0f) | 0x40);
+	uuid[8] = (uint8_t)((uuid[8] & 0x3f) | 0x80);
+}
+
+static void uuid_str(const uint8_t u[16], char out[37])
+{
+	snprintf(out, 37, "%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x"
+		 "%02x", u[0], u[1], u[2], u[3], u[4], u[5], u[6], u[7], u[8], u[9], u[10],
+		 u[11], u[12], u[13], u[14], u[15]);
+}
+
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+/* ---- the array's superblock state and its persist thread ------------------------- */
+
+struct sb_priv {
+	struct raid_sb sb;              /* the array's: slot table, events, flags */
+	bool readonly;
+	pthread_mutex_t lock;           /* one superblock update at a time */
+	/* The persist thread (threaded contexts of arrays opened for writing). */
+	pthread_t thread;
+	bool have_thread;
+	pthread_mutex_t tlock;
+	pthread_cond_t cond;
+	bool pending, stop;
+	/* Completions held until a member state change is on the members: under tlock. */
+	atomic_bool holding;            /* read without tlock on the fast path */
+	unsigned nheld, held_cap;
+	struct sb_held { struct tc_io *io; int result; } *held;
+	/* Deterministic contexts (one thread runs everything): sb_persist is writing, and
+	 * a persist nested in its synchronous writes asked for another record. */
+	bool writing, again;
+};
+
+static bool uuid_zero(const uint8_t u[16])
+{
+	for (unsigned i = 0; i < 16; i++)
+		if (u[i])
+			return false;
+	return true;
+}
+
+/* Write every active and rebuilding member's superblock, and the spares', with the
+ * event counter one higher.  Caller holds p->lock. */
+static int sb_write_all(struct tc_array *a, struct sb_priv *p)
+{
+	int first = 0;
+	unsigned written = 0;
+
+	p->sb.events++;
+	p->sb.utime = now_ns();
+	if (p->sb.utime < p->sb.ctime)
+		p->sb.utime = p->sb.ctime;
+	p->sb.rebuild_pos = atomic_load(&a->rebuild_pos) / 4096 * 4096;
+	if (p->sb.rebuild_pos > p->sb.member_size)
+		p->sb.rebuild_pos = p->sb.member_size;
+	/* The slots and the hot spares as rebuild.c holds them now (a spare that took a
+	 * slot brings its member uuid along; a device new to the array gets one). */
+	/* The hot spares, then the pending members (written as spares, see below). */
+	tc_dev *spare[TC_ARRAY_MAX_EXTRA + TC_ARRAY_MAX_MEMBERS];
+	uint8_t spare_uuid[TC_ARRAY_MAX_EXTRA + TC_ARRAY_MAX_MEMBERS][16];
+	unsigned nspares;
+	tc_dev *slot_dev[TC_ARRAY_MAX_MEMBERS], *old_dev[TC_ARRAY_MAX_MEMBERS];
+	tc_dev *pend_dev[TC_ARRAY_MAX_MEMBERS];
+	uint8_t pend_uuid[TC_ARRAY_MAX_MEMBERS][16];
+	pthread_mutex_lock(&a->lock);
+	for (unsigned i = 0; i < a->n; i++) {
+		int st = atomic_load(&a->m[i].state);
+		struct array_disk *d = atomic_load(&a->m[i].disk);
+		/* One checkpoint describes every member recorded rebuilding: a pending one
+		 * (taken over during a pass, rebuilt in the next) holds no valid row below
+		 * it, so it is recorded as what it is to a restart, a hot spare, and its
+		 * slot faulty: the assembly gives it the slot back and it waits for the
+		 * next pass again (seeds 17 and 40 of tc-stress --arrays: recorded
+		 * rebuilding, its rows below the checkpoint read as zeros after a restart;
+		 * a checkpoint of 0 instead would undo a replace's copy, seed 192). */
+		pend_dev[i] = NULL;
+		if (st == TC_MEMBER_REBUILDING && atomic_load(&a->m[i].pending) && d) {
+			if (uuid_zero(d->uuid))
+				uuid_generate(d->uuid);
+			pend_dev[i] = d->dev;
+			memcpy(pend_uuid[i], d->uuid, 16);
+			st = TC_MEMBER_FAULTY;
+		}
+		p->sb.slot[i].state = st == TC_MEMBER_REBUILDING ? TC_MEMBER_REBUILDING
+			: st == TC_MEMBER_ACTIVE ? TC_MEMBER_ACTIVE : TC_MEMBER_FAULTY;
+		slot_dev[i] = d ? d->dev : NULL;
+		if (d && p->sb.slot[i].state != TC_MEMBER_FAULTY) {
+			if (uuid_zero(d->uuid))
+				uuid_generate(d->uuid);
+			memcpy(p->sb.slot[i].uuid, d->uuid, 16);
+		}
+		/* A replace under way: the old member keeps its superblock, with the slot
+		 * as its role, so that an assembly keeps it serving the rows the successor
+		 * does not hold yet (md's replacement; seed 8 of tc-stress --arrays). */
+		struct array_disk *od = atomic_load(&a->m[i].old);
+		old_dev[i] = NULL;
+		memset(p->sb.slot[i].old_uuid, 0, 16);
+		if (od && st == TC_MEMBER_REBUILDING && !atomic_load(&a->m[i].old_failed) &&
+		    !uuid_zero(od->uuid)) {
+			old_dev[i] = od->dev;
+			memcpy(p->sb.slot[i].old_uuid, od->uuid, 16);
+		}
+	}
+	nspares = a->nspares;
+	for (unsigned k = 0; k < nspares; k++) {
+		if (uuid_zero(a->spare[k]->uuid))
+			uuid_generate(a->spare[k]->uuid);
+		spare[k] = a->spare[k]->dev;
+		memcpy(spare_uuid[k], a->spare[k]->uuid, 16);
+	}
+	for (unsigned i = 0; i < a->n; i++)
+		if (pend_dev[i]) {
+			spare[nspares] = pend_dev[i];
+			memcpy(spare_uuid[nspares++], pend_uuid[i], 16);
+		}
+	pthread_mutex_unlock(&a->lock);
+	/* The rows a rebuild or a replace copied sit in the members' write caches until
+	 * a FLUSH: the record that says they are there (the checkpoint, a member now
+	 * active) goes only to members whose writes are durable first (test_array_cut:
+	 * spare takeover cut after 24 requests, the rebuilt rows below the checkpoint
+	 * lost).  A member whose flush fails is not written: its record stays behind. */
+	bool flushed[TC_ARRAY_MAX_MEMBERS];
+	for (unsigned i = 0; i < a->n; i++) {
+		flushed[i] = false;
+		if (p->sb.slot[i].state == TC_MEMBER_FAULTY || !slot_dev[i])
+			continue;
+		int r = tc_dev_flush(slot_dev[i]);
+		if (r)
+			tc_err(a->dev.ctx, "array %s: member %u (%s): flush before the superblock "
+			       "update failed: %s", a->dev.name, i, slot_dev[i]->name,
+			       strerror(-r));
+		else
+			flushed[i] = true;
+		if (r && !first)
+			first = r;
+	}
+	/* The slots a device took in this record (rebuilding: a spare that took over, a
+	 * replace's successor) first: a member holding the newer record then implies the
+	 * new device holds it too, so an assembly of a cut update finds the successor
+	 * named in the slot table (test_array_cut: replace cut after 2 requests, the
+	 * record on member 0 only, the successor blank and the slot left empty). */
+	for (unsigned pass = 0; pass < 2; pass++)
+	for (unsigned i = 0; i < a->n; i++) {
+		if (p->sb.slot[i].state == TC_MEMBER_FAULTY || !flushed[i])
+			continue;
+		if ((p->sb.slot[i].state == TC_MEMBER_REBUILDING) != (pass == 0))
+			continue;
+		struct raid_sb s = p->sb;
+		s.role = i;
+		memcpy(s.member_uuid, s.slot[i].uuid, 16);
+		if (!slot_dev[i])
+			continue;
+		int r = raid_sb_write(slot_dev[i], &s);
+		if (r) {
+			tc_err(a->dev.ctx, "array %s: member %u (%s): superblock write failed: %s",
+			       a->dev.name, i, slot_dev[i]->name, strerror(-r));
+			if (!first)
+				first = r;
+		} else {
+			written++;
+		}
+		if (old_dev[i]) {
+			memcpy(s.member_uuid, s.slot[i].old_uuid, 16);
+			r = raid_sb_write(old_dev[i], &s);
+			if (r)
+				tc_err(a->dev.ctx, "array %s: member %u being replaced (%s): "
+				       "superblock write failed: %s", a->dev.name, i,
+				       old_dev[i]->name, strerror(-r));
+		}
+	}
+	for (unsigned i = 0; i < nspares; i++) {
+		struct raid_sb s = p->sb;
+		s.role = RAID_SB_ROLE_SPARE;
+		memcpy(s.member_uuid, spare_uuid[i], 16);
+		int r = raid_sb_write(spare[i], &s);
+		if (r && !first)
+			first = r;
+	}
+	return written ? 0 : first ? first : -EIO;
+}
+
+static int sb_persist(struct tc_array *a)
+{
+	struct sb_priv *p = a->persist_priv;
+
+	if (p->readonly)
+		return -EROFS;
+	if (tc_ctx_deterministic(a->dev.ctx)) {
+		/* The context runs timers while a synchronous write waits, the rebuild's
+		 * checkpoint among them: a persist nested in this one's writes would take
+		 * p->lock twice on one thread.  It leaves the record to the running one,
+		 * which writes again with the newer state. */
+		if (p->writing) {
+			p->again = true;
+			return 0;
+		}
+		int r;
+		p->writing = true;
+		do {
+			p->again = false;
+			pthread_mutex_lock(&p->lock);
+			r = sb_write_all(a, p);
+			pthread_mutex_unlock(&p->lock);
+		} while (p->again && r == 0);
+		p->writing = false;
+		return r;
+	}
+	pthread_mutex_lock(&p->lock);
+	int r = sb_write_all(a, p);
+	pthread_mutex_unlock(&p->lock);
+	return r;
+}
+
+/* Complete what was held (caller holds tlock, which is dropped meanwhile). */
+static void sb_release(struct tc_array *a, struct sb_priv *p)
+{
+	struct sb_held *h = p->held;
+	unsigned n = p->nheld;
+
+	p->held = NULL;
+	p->nheld = p->held_cap = 0;
+	atomic_store(&p->holding, false);
+	pthread_mutex_unlock(&p->tlock);
+	for (unsigned i = 0; i < n; i++)
+		tc_dev_complete(&a->dev, h[i].io, h[i].result);
+	free(h);
+	pthread_mutex_lock(&p->tlock);
+}
+
+static void *sb_thread(void *arg)
+{
+	struct tc_array *a = arg;
+	struct sb_priv *p = a->persist_priv;
+
+	pthread_mutex_lock(&p->tlock);
+	for (;;) {
+		while (!p->pending && !p->stop)
+			pthread_cond_wait(&p->cond, &p->tlock);
+		if (!p->pending && p->stop)
+			break;
+		p->pending = false;
+		pthread_mutex_unlock(&p->tlock);
+		(void)sb_persist(a);
+		pthread_mutex_lock(&p->tlock);
+		/* Another change meanwhile: what is held waits for its record too. */
+		if (!p->pending)
+			sb_release(a, p);
+	}
+	sb_release(a, p);
+	pthread_mutex_unlock(&p->tlock);
+	return NULL;
+}
+
+bool array_sb_hold(struct tc_array *a, struct tc_io *io, int result)
+{
+	struct sb_priv *p = a->persist_priv;
+	bool held = false;
+
+	if (!p || !p->have_thread || !atomic_load(&p->holding))
+		return false;
+	pthread_mutex_lock(&p->tlock);
+	if (atomic_load(&p->holding)) {
+		if (p->nheld == p->held_cap) {
+			unsigned cap = p->held_cap ? 2 * p->held_cap : 64;
+			struct sb_held *n = realloc(p->held, cap * sizeof(*n));
+			if (n) {
+				p->held = n;
+				p->held_cap = cap;
+			}
+		}
+		if (p->nheld < p->held_cap) {
+			p->held[p->nheld++] = (struct sb_held){ io, result };
+			held = true;
+		}
+	}
+	pthread_mutex_unlock(&p->tlock);
+	return held;
+}
+
+bool array_sb_changed(struct tc_array *a)
+{
+	struct sb_priv *p = a->persist_priv;
+
+	if (!p || !p->have_thread)
+		return false;   /* read-only, or deterministic: written at close */
+	pthread_mutex_lock(&p->tlock);
+	p->pending = true;
+	atomic_store(&p->holding, true);
+	pthread_cond_signal(&p->cond);
+	pthread_mutex_unlock(&p->tlock);
+	return true;
+}
+
+void array_sb_close(struct tc_array *a)
+{
+	struct sb_priv *p = a->persist_priv;
+
+	if (!p)
+		return;
+	bool map_clean = false;
+	if (p->have_thread) {
+		pthread_mutex_lock(&p->tlock);
+		p->stop = true;
+		pthread_cond_signal(&p->cond);
+		pthread_mutex_unlock(&p->tlock);
+		pthread_join(p->thread, NULL);
+	}
+	if (!p->readonly && !array_failed(a)) {
+		/* Clean close (md's clean shutdown): what was written is durable, then the
+		 * flag goes. */
+		bool flushed = true;
+		for (unsigned i = 0; i < a->n; i++)
+			if (array_member_active(a, i) && tc_dev_flush(a->m[i].dev))
+				flushed = false;
+		/* The write-intent map all clear, before the superblocks say clean. */
+		raid_map_close(a, flushed);
+		map_clean = true;
+		pthread_mutex_lock(&p->lock);
+		if (flushed)
+			p->sb.flags &= ~RAID_SB_DIRTY;
+		(void)sb_write_all(a, p);
+		pthread_mutex_unlock(&p->lock);
+	}
+	if (!map_clean)
+		raid_map_close(a, false);
+	pthread_mutex_destroy(&p->lock);
+	pthread_mutex_destroy(&p->tlock);
+	pthread_cond_destroy(&p->cond);
+	a->persist = NULL;
+	a->persist_priv = NULL;
+	free(p);
+}
+
+/* The write-intent map or the partial-parity log of @a, after @sb's flags; @live:
+ * the members to read the map from (a dirty array), or NULL.  *@resync: regions to
+ * resync. */
+static int array_consistency_attach(struct tc_array *a, const struct raid_sb *sb,
+				    tc_dev *const *live, bool readonly, uint64_t *resync)
+{
+	if (resync)
+		*resync = 0;
+	if (sb->flags & RAID_SB_PPL)
+		return array_ppl_enable(a, sb->uuid);
+	if (sb->flags & RAID_SB_BITMAP) {
+		int r = raid_map_attach(a, sb->uuid, live, readonly, resync);
+		if (!r && resync && *resync)
+			tc_warn(a->dev.ctx, "array %s: not shut down cleanly: %" PRIu64 " regions "
+				"of the write-intent map to resync", a->dev.name, *resync);
+		return r;
+	}
+	return 0;
+}
+
+/* ---- placeholders for missing members ------------------------------------------- */
+
+static void missing_submit(struct tc_dev *dev, struct tc_io *io)
+{
+	tc_dev_complete_later(dev, io, -ENXIO);
+}
+
+static void missing_close(struct tc_dev *dev)
+{
+	tc_dev_fini(dev);
+	free(dev);
+}
+
+static const struct tc_dev_ops missing_ops = {
+	.name = "missing",
+	.submit = missing_submit,
+	.close = missing_close,
+};
+
+static int missing_new(tc_ctx *ctx, unsigned slot, uint64_t size, uint32_t lbs,
+		       tc_dev **out)
+{
+	struct tc_dev *d = calloc(1, sizeof(*d));
+	char name[32];
+
+	if (!d)
+		return -ENOMEM;
+	snprintf(name, sizeof(name), "missing:slot%u", slot);
+	int r = tc_dev_init(d, &missing_ops, ctx, name, size, lbs);
+	if (r) {
+		free(d);
+		return r;
+	}
+	*out = d;
+	return 0;
+}
+
+/* ---- create ----------------------------------------------------------------------- */
+
+static void close_all(tc_dev **devs, unsigned n)
+{
+	for (unsigned i = 0; i < n; i++)
+		if (devs[i])
+			tc_dev_close(devs[i]);
+}
+
+/* The same device twice: by name, or by the file behind it. */
+static bool same_dev(tc_dev *x, tc_dev *y)
+{
+	if (!strcmp(x->name, y->name))
+		return true;
+	const char *px = tc_dev_spec_path(x->name), *py = tc_dev_spec_path(y->name);
+	struct stat sx, sy;
+	return px && py && stat(px, &sx) == 0 && stat(py, &sy) == 0 &&
+	       sx.st_dev == sy.st_dev && sx.st_ino == sy.st_ino;
+}
+
+/* Refuse @d (role @what) unless it holds nothing or @force. */
+static int create_check_dev(tc_ctx *ctx, tc_dev *d, const char *what, bool force)
+{
+	struct raid_sb sb;
+	char why[160], u[37];
+	int r = raid_sb_read(d, &sb, NULL, why, sizeof(why));
+
+	if (r < 0 && r != -EUCLEAN) {
+		tc_err(ctx, "array: %s %s: cannot be read: %s", what, d->name, strerror(-r));
+		return r;
+	}
+	if (r == 1 && !force) {
+		uuid_str(sb.uuid, u);
+		tc_err(ctx, "array: %s %s belongs to array \"%s\" (uuid %s); give --force to "
+		       "reuse it", what, d->name, sb.name, u);
+		return -EBUSY;
+	}
+	if (r == -EUCLEAN && !force) {
+		tc_err(ctx, "array: %s %s holds a damaged array superblock (%s); give --force "
+		       "to reuse it", what, d->name, why);
+		return -EBUSY;
+	}
+	if (r != 0)
+		return 0;
+	struct tc_probe p;
+	r = tc_dev_probe(ctx, d, &p);
+	if (r)
+		return r;
+	if (p.kind == TC_PROBE_EMPTY || force)
+		return 0;
+	if (p.kind == TC_PROBE_UNKNOWN && !strstr(p.what, "damaged"))
+		return 0;       /* data, but no signature of anything: as mdadm, allowed */
+	if (p.kind == TC_PROBE_BACKING)
+		tc_err(ctx, "array: %s %s holds the tiercache backing of volume \"%s\"; give "
+		       "--force to reuse it", what, d->name, p.name);
+	else if (p.kind == TC_PROBE_CACHE)
+		tc_err(ctx, "array: %s %s holds tiercache cache %s; give --force to reuse it",
+		       what, d->name, p.uuid);
+	else
+		tc_err(ctx, "array: %s %s holds %s; give --force to reuse it", what, d->name,
+		       p.what);
+	return -EBUSY;
+}
+
+static int sb_attach(struct tc_array *a, const struct raid_sb *sb, bool readonly)
+{
+	struct sb_priv *p = calloc(1, sizeof(*p));
+	if (!p)
+		return -ENOMEM;
+	p->sb = *sb;
+	p->readonly = readonly;
+	pthread_mutex_init(&p->lock, NULL);
+	pthread_mutex_init(&p->tlock, NULL);
+	pthread_cond_init(&p->cond, NULL);
+	for (unsigned i = 0; i < a->n; i++) {
+		struct array_disk *d = atomic_load(&a->m[i].disk);
+		if (d)
+			memcpy(d->uuid, sb->slot[i].uuid, 16);
+	}
+	a->persist_priv = p;
+	a->persist = sb_persist;
+	if (!readonly && !tc_ctx_deterministic(a->dev.ctx) &&
+	    pthread_create(&p->thread, NULL, sb_thread, a) == 0)
+		p->have_thread = true;
+	return 0;
+}
+
+int tc_array_create(tc_ctx *ctx, const char *name, const struct tc_array_opts *o,
+		    tc_dev **members, unsigned n, tc_dev **spares, unsigned nspares,
+		    unsigned flags, tc_dev **out)
+{
+	const struct tc_raid_level *l;
+	uint32_t chunk;
+	unsigned copies;
+	bool force = flags & TC_ARRAY_FORCE;
+	int r;
+
+	*out = NULL;
+	if (!name || !tc_volume_name_valid(name)) {
+		tc_err(ctx, "array: name \"%s\" is not valid (1-%d characters of "
+		       "[A-Za-z0-9._-], not \".\", \"..\" or starting with '-')",
+		       name ? name : "", TC_NAME_MAX - 1);
+		r = -EINVAL;
+		goto fail;
+	}
+	if (n > TC_ARRAY_MAX_MEMBERS || nspares > TC_ARRAY_MAX_MEMBERS - n) {
+		tc_err(ctx, "array %s: %u members and %u spares: at most %u devices", name, n,
+		       nspares, TC_ARRAY_MAX_MEMBERS);
+		r = -EINVAL;
+		goto fail;
+	}
+	r = array_check(ctx, o, members, n, &l, &chunk, &copies);
+	if (r)
+		goto fail;
+	tc_dev *all[2 * TC_ARRAY_MAX_MEMBERS];
+	unsigned nall = 0;
+	for (unsigned i = 0; i < n; i++)
+		all[nall++] = members[i];
+	for (unsigned i = 0; i < nspares; i++) {
+		if (!spares[i]) {
+			tc_err(ctx, "array %s: spare %u is missing (NULL)", name, i);
+			r = -EINVAL;
+			goto fail;
+		}
+		if (spares[i]->lbs != members[0]->lbs) {
+			tc_err(ctx, "array %s: spare %s has block size %" PRIu32 ", the members "
+			       "%" PRIu32, name, spares[i]->name, spares[i]->lbs, members[0]->lbs);
+			r = -EINVAL;
+			goto fail;
+		}
+		all[nall++] = spares[i];
+	}
+	for (unsigned i = 0; i < nall; i++)
+		for (unsigned j = i + 1; j < nall; j++)
+			if (same_dev(all[i], all[j])) {
+				tc_err(ctx, "array %s: device %s is given twice%s%s", name,
+				       all[j]->name, strcmp(all[i]->name, all[j]->name) ?
+				       " (also as " : "", strcmp(all[i]->name, all[j]->name) ?
+				       all[i]->name : "");
+				if (strcmp(all[i]->name, all[j]->name))
+					tc_err(ctx, "array %s: (the same file as %s)", name,
+					       all[i]->name);
+				r = -EINVAL;
+				goto fail;
+			}
+	uint64_t smallest = UINT64_MAX, largest = 0, need = RAID_SB_DATA_OFFSET + chunk;
+	for (unsigned i = 0; i < n; i++) {
+		if (members[i]->size < need) {
+			tc_err(ctx, "array %s: member %s of %" PRIu64 " bytes is too small: "
+			       "it needs %" PRIu64 " (%u MiB of metadata and one chunk)", name,
+			       members[i]->name, members[i]->size, need,
+			       RAID_SB_DATA_OFFSET >> 20);
+			r = -EINVAL;
+			goto fail;
+		}
+		if (members[i]->size < smallest)
+			smallest = members[i]->size;
+		if (members[i]->size > largest)
+			largest = members[i]->size;
+	}
+	uint64_t member_size = (smallest - RAID_SB_DATA_OFFSET) / chunk * chunk;
+	for (unsigned i = 0; i < nspares; i++)
+		if (spares[i]->size < RAID_SB_DATA_OFFSET + member_size) {
+			tc_err(ctx, "array %s: spare %s of %" PRIu64 " bytes is smaller than a "
+			       "member (%" PRIu64 " bytes needed)", name, spares[i]->name,
+			       spares[i]->size, RAID_SB_DATA_OFFSET + member_size);
+			r = -EINVAL;
+			goto fail;
+		}
+	for (unsigned i = 0; i < nall; i++) {
+		r = create_check_dev(ctx, all[i], i < n ? "member" : "spare", force);
+		if (r)
+			goto fail;
+	}
+	if (largest != smallest)
+		tc_warn(ctx, "array %s: members of different sizes (%" PRIu64 " to %" PRIu64
+			" bytes): %" PRIu64 " bytes of each are used, as on the smallest", name,
+			smallest, largest, member_size);
+
+	/* Nothing refused: from here on the devices are written. */
+	struct raid_sb sb;
+	memset(&sb, 0, sizeof(sb));
+	sb.level = l->id;
+	sb.chunk = chunk;
+	sb.copies = copies;
+	sb.members = n;
+	uuid_generate(sb.uuid);
+	snprintf(sb.name, sizeof(sb.name), "%s", name);
+	sb.data_offset = RAID_SB_DATA_OFFSET;
+	sb.member_size = member_size;
+	sb.ctime = sb.utime = now_ns();
+	if (l->parity) {
+		/* The consistency policy (docs/raid.md, "The write hole"). */
+		bool fits = raid_ppl_slots(chunk, l->parity) > 0;
+		if (o->consistency == TC_CONSISTENCY_PPL && !fits) {
+			tc_err(ctx, "array %s: chunk %u is too large for the partial-parity log "
+			       "(%u MiB per member holds not one entry); use "
+			       "--consistency-policy=bitmap", name, chunk, RAID_PPL_AREA >> 20);
+			r = -EINVAL;
+			goto fail;
+		}
+		sb.flags |= o->consistency == TC_CONSISTENCY_BITMAP || !fits ? RAID_SB_BITMAP
+			: RAID_SB_PPL;
+	}
+	for (unsigned i = 0; i < n; i++)
+		uuid_generate(sb.slot[i].uuid);
+	uint8_t spare_uuid[TC_ARRAY_MAX_MEMBERS][16];
+	for (unsigned i = 0; i < nspares; i++)
+		uuid_generate(spare_uuid[i]);
+	/* The data areas start as zeros, so parity and copies agree from the first
+	 * write (md resyncs instead; WRITE_ZEROES is a hole punch on sparse files). */
+	if (!(flags & TC_ARRAY_ASSUME_CLEAN) && copies * (l->parity + 1) > 1)
+		for (unsigned i = 0; i < n && !r; i++) {
+			r = tc_dev_io(members[i], TC_OP_WRITE_ZEROES, 0, NULL, member_size,
+				      RAID_SB_DATA_OFFSET);
+			if (r)
+				tc_err(ctx, "array %s: member %s: zeroing the data area failed: %s",
+				       name, members[i]->name, strerror(-r));
+		}
+	/* The metadata area below the data (an old cache's superblock copy at 8 KiB
+	 * would outlive ours), and our own older superblocks at the start of the data
+	 * area (a backing's, a cache's), which would otherwise show through on the new
+	 * array. */
+	for (unsigned i = 0; i < nall && !r; i++) {
+		uint64_t len = member_size < 65536 ? member_size : 65536;
+		r = tc_dev_io(all[i], TC_OP_WRITE_ZEROES, 0, NULL,
+			      RAID_SB_DATA_OFFSET - 2 * RAID_SB_SIZE, 2 * RAID_SB_SIZE);
+		if (!r && i < n)
+			r = tc_dev_io(all[i], TC_OP_WRITE_ZEROES, 0, NULL, len,
+				      RAID_SB_DATA_OFFSET);
+		if (r)
+			tc_err(ctx, "array %s: %s: zeroing the metadata area failed: %s", name,
+			       all[i]->name, strerror(-r));
+	}
+	for (unsigned i = 0; i < nall && !r; i++) {
+		struct raid_sb s = sb;
+		s.events = 1;
+		s.role = i < n ? i : RAID_SB_ROLE_SPARE;
+		memcpy(s.member_uuid, i < n ? sb.slot[i].uuid : spare_uuid[i - n], 16);
+		r = raid_sb_write(all[i], &s);
+		if (r)
+			tc_err(ctx, "array %s: %s: superblock write failed: %s", name, all[i]->name,
+			       strerror(-r));
+	}
+	if (r)
+		goto fail;
+	sb.events = 1;
+	char u[37];
+	uuid_str(sb.uuid, u);
+	tc_info(ctx, "array %s: created, %s of %u members (%u spares), chunk %u, uuid %s",
+		name, l->name, n, nspares, chunk, u);
+	tc_dev *dev;
+	r = array_open(ctx, o, members, n, name, RAID_SB_DATA_OFFSET, member_size, &dev);
+	members = NULL;         /* array_open owns them now */
+	if (r)
+		goto fail;
+	r = sb_attach((struct tc_array *)dev, &sb, false);
+	if (!r)
+		r = array_consistency_attach((struct tc_array *)dev, &sb, NULL, false, NULL);
+	if (r) {
+		tc_dev_close(dev);
+		goto fail;
+	}
+	/* The spares join rebuild.c's list, each with its member uuid. */
+	for (unsigned i = 0; i < nspares; i++) {
+		tc_dev *sp = spares[i];
+		spares[i] = NULL;
+		r = array_spare_add((struct tc_array *)dev, sp, spare_uuid[i], true);
+		if (r) {
+			tc_dev_close(dev);
+			for (unsigned j = i + 1; j < nspares; j++)
+				tc_dev_close(spares[j]);
+			return r;
+		}
+	}
+	/* In use from now on: dirty until closed. */
+	struct sb_priv *sp = ((struct tc_array *)dev)->persist_priv;
+	pthread_mutex_lock(&sp->lock);     /* the persist thread may be writing already */
+	sp->sb.flags |= RAID_SB_DIRTY;
+	pthread_mutex_unlock(&sp->lock);
+	r = sb_persist((struct tc_array *)dev);
+	if (r) {
+		tc_dev_close(dev);
+		return r;
+	}
+	*out = dev;
+	return 0;
+fail:
+	if (members)
+		close_all(members, n);
+	if (spares)
+		close_all(spares, nspares);
+	return r;
+}
+
+/* ---- assemble --------------------------------------------------------------------- */
+
+int tc_array_assemble(tc_ctx *ctx, tc_dev **devs, unsigned n, unsigned flags,
+		      tc_dev **out)
+{
+	struct raid_sb *sb = calloc(n ? n : 1, sizeof(*sb));
+	tc_dev *slot_dev[TC_ARRAY_MAX_MEMBERS] = { 0 };
+	tc_dev *old_dev[TC_ARRAY_MAX_MEMBERS] = { 0 };  /* members being replaced */
+	tc_dev *spares[TC_ARRAY_MAX_MEMBERS];
+	uint8_t spare_uuid[TC_ARRAY_MAX_MEMBERS][16];
+	unsigned nspares = 0, ref = 0;
+	bool readonly = flags & TC_ARRAY_READONLY;
+	char why[160], u[37], u2[37];
+	int r = 0;
+
+	*out = NULL;
+	if (!sb) {
+		close_all(devs, n);
+		return -ENOMEM;
+	}
+	if (n == 0 || n > 2 * TC_ARRAY_MAX_MEMBERS) {
+		tc_err(ctx, "array: %u devices to assemble (1 to %u)", n, 2 * TC_ARRAY_MAX_MEMBERS);
+		r = -EINVAL;
+		goto fail;
+	}
+	for (unsigned i = 0; i < n; i++) {
+		r = raid_sb_read(devs[i], &sb[i], NULL, why, sizeof(why));
+		if (r == 1) {
+			r = 0;
+			continue;
+		}
+		if (r == 0) {
+			tc_err(ctx, "array: device %s holds no array member superblock", devs[i]->name);
+			r = -EINVAL;
+		} else if (r == -EUCLEAN) {
+			tc_err(ctx, "array: device %s: damaged member superblock, no valid copy "
+			       "(%s)", devs[i]->name, why);
+		} else {
+			tc_err(ctx, "array: device %s: cannot read its superblock: %s",
+			       devs[i]->name, strerror(-r));
+		}
+		goto fail;
+	}
+	/* The reference: the member (not a spare) with the newest event count. */
+	for (unsigned i = 0; i < n; i++)
+		if (sb[i].role != RAID_SB_ROLE_SPARE &&
+		    (sb[ref].role == RAID_SB_ROLE_SPARE || sb[i].events > sb[ref].events))
+			ref = i;
+	const struct raid_sb *R = &sb[ref];
+	uuid_str(R->uuid, u);
+	if (R->role == RAID_SB_ROLE_SPARE) {
+		tc_err(ctx, "array \"%s\" (uuid %s): only spares given, no member", R->name, u);
+		r = -EINVAL;
+		goto fail;
+	}
+	for (unsigned i = 0; i < n; i++) {
+		if (memcmp(sb[i].uuid, R->uuid, 16)) {
+			uuid_str(sb[i].uuid, u2);
+			tc_err(ctx, "array \"%s\" (uuid %s): device %s belongs to another array, "
+			       "\"%s\" (uuid %s)", R->name, u, devs[i]->name, sb[i].name, u2);
+			r = -EINVAL;
+			goto fail;
+		}
+		if (sb[i].level != R->level || sb[i].chunk != R->chunk ||
+		    sb[i].members != R->members || sb[i].data_offset != R->data_offset ||
+		    sb[i].member_size != R->member_size || sb[i].copies != R->copies) {
+			tc_err(ctx, "array \"%s\": device %s has the array's uuid but another "
+			       "geometry (level, chunk, members or sizes differ)", R->name,
+			       devs[i]->name);
+			r = -EINVAL;
+			goto fail;
+		}
+		if (devs[i]->size < R->data_offset + R->member_size) {
+			tc_err(ctx, "array \"%s\": device %s of %" PRIu64 " bytes is smaller than "
+			       "the array's members (%" PRIu64 " bytes)", R->name, devs[i]->name,
+			       devs[i]->size, R->data_offset + R->member_size);
+			r = -EINVAL;
+			goto fail;
+		}
+	}
+	/* Place every member in its slot; leave out the stale ones. */
+	for (unsigned i = 0; i < n; i++) {
+		const struct raid_sb *s = &sb[i];
+		if (s->role == RAID_SB_ROLE_SPARE) {
+			spares[nspares] = devs[i];
+			memcpy(spare_uuid[nspares++], s->member_uuid, 16);
+			devs[i] = NULL;
+			tc_info(ctx, "array %s: hot spare %s (kept for a rebuild)", R->name,
+				spares[nspares - 1]->name);
+			continue;
+		}
+		unsigned slot = s->role;
+		const char *whyout = NULL;
+		/* The member a replace copies from (the slot's old_uuid). */
+		bool is_old = !uuid_zero(R->slot[slot].old_uuid) &&
+			      !memcmp(R->slot[slot].old_uuid, s->member_uuid, 16);
+		if (memcmp(R->slot[slot].uuid, s->member_uuid, 16) && !is_old)
+			whyout = "it was replaced in that slot";
+		else if (s->events + 1 < R->events)
+			/* One behind is a superblock update interrupted between members
+			 * (mdadm's event_margin of 1, as the kernel allows): a member that
+			 * failed or was away is recorded faulty in the slot table too. */
+			whyout = "stale";
+		else if (R->slot[slot].state == TC_MEMBER_FAULTY)
+			whyout = "the array marked it faulty";
+		if (!whyout && (is_old ? old_dev[slot] : slot_dev[slot])) {
+			tc_err(ctx, "array %s: devices %s and %s both hold slot %u with the same "
+			       "event count (copies of one device?)", R->name,
+			       slot_dev[slot]->name, devs[i]->name, slot);
+			r = -EINVAL;
+			goto fail;
+		}
+		if (whyout) {
+			tc_err(ctx, "array %s: member %s (slot %u) is %s: its event count %" PRIu64
+			       " is %s the array's %" PRIu64 "; it is left out and the array "
+			       "runs without it", R->name, devs[i]->name, slot, whyout,
+			       s->events, s->events < R->events ? "older than" : "equal to",
+			       R->events);
+			tc_dev_close(devs[i]);
+			devs[i] = NULL;
+			continue;
+		}
+		if (is_old)
+			old_dev[slot] = devs[i];
+		else
+			slot_dev[slot] = devs[i];
+		devs[i] = NULL;
+	}
+	/* A replace goes on only with both devices: without its successor, the old
+	 * member misses the writes below the checkpoint, which went to the successor
+	 * alone, so it is left out as md retires it. */
+	for (unsigned s = 0; s < R->members; s++)
+		if (old_dev[s] && !slot_dev[s]) {
+			tc_err(ctx, "array %s: member %s (slot %u) was being replaced and its "
+			       "successor is missing: it lacks the writes the successor took; "
+			       "it is left out and the array runs without it", R->name,
+			       old_dev[s]->name, s);
+			tc_dev_close(old_dev[s]);
+			old_dev[s] = NULL;
+		}
+	unsigned missing = 0;
+	char missing_list[128] = "";
+	for (unsigned s = 0; s < R->members; s++)
+		if (!slot_dev[s] || R->slot[s].state == TC_MEMBER_FAULTY) {
+			size_t used = strlen(missing_list);
+			snprintf(missing_list + used, sizeof(missing_list) - used, "%s%u",
+				 missing ? ", " : "", s);
+			missing++;
+		}
+	/* Redundancy: the level's rule with the missing slots as faulty. */
+	struct tc_array_opts o = { .level = (enum tc_raid_level_id)R->level, .chunk = R->chunk,
+				   .copies = R->level == TC_RAID10 ? R->copies : 0 };
+	bool parity = R->level == TC_RAID5 || R->level == TC_RAID6;
+	if (missing && parity && (R->flags & RAID_SB_DIRTY) && readonly) {
+		tc_warn(ctx, "array %s: dirty and degraded (slot %s missing), read-only: data "
+			"rebuilt from parity in stripes written at the crash may be wrong",
+			R->name, missing_list);
+	} else if (missing && parity && (R->flags & RAID_SB_DIRTY)) {
+		if (!(flags & TC_ARRAY_FORCE)) {
+			tc_err(ctx, "array %s: dirty and degraded (slot %s missing): writes may have "
+			       "been in flight when it stopped, so the parity of those stripes may "
+			       "not match their data, and rebuilding the missing member from it "
+			       "could corrupt data unrelated to those writes; refusing to start "
+			       "it (give --force to start it anyway)", R->name, missing_list);
+			r = -EUCLEAN;
+			goto fail;
+		}
+		tc_warn(ctx, "array %s: starting dirty and degraded (slot %s missing) because "
+			"forced: data in stripes written at the crash, also data unrelated to "
+			"those writes, may be corrupt; check what it holds", R->name, missing_list);
+	}
+	/* The members that hold valid data: present, and recorded active. */
+	tc_dev *live[TC_ARRAY_MAX_MEMBERS] = { 0 };
+	for (unsigned s = 0; s < R->members; s++)
+		if (slot_dev[s] && R->slot[s].state == TC_MEMBER_ACTIVE)
+			live[s] = slot_dev[s];
+	if ((R->flags & RAID_SB_PPL) && !readonly) {
+		/* md's PPL recovery at the start of a dirty array, then an empty log. */
+		if (R->flags & RAID_SB_DIRTY) {
+			r = raid_ppl_recover(ctx, R->name, live, R->members,
+					     R->level == TC_RAID6 ? 2 : 1, R->chunk,
+					     R->data_offset, R->uuid);
+			if (r < 0)
+				goto fail;
+		}
+		r = raid_ppl_wipe(ctx, R->name, live, R->members);
+		if (r < 0)
+			goto fail;
+		r = 0;
+	}
+	tc_dev *mdev[TC_ARRAY_MAX_MEMBERS];
+	for (unsigned s = 0; s < R->members; s++) {
+		uint32_t lbs = 512;
+		for (unsigned t = 0; t < R->members; t++)
+			if (slot_dev[t]) {
+				lbs = slot_dev[t]->lbs;
+				break;
+			}
+		if (slot_dev[s]) {
+			mdev[s] = slot_dev[s];
+			continue;
+		}
+		r = missing_new(ctx, s, R->data_offset + R->member_size, lbs, &mdev[s]);
+		if (r) {
+			for (unsigned t = 0; t < s; t++)
+				tc_dev_close(mdev[t]);
+			for (unsigned t = s; t < R->members; t++)
+				if (slot_dev[t])
+					tc_dev_close(slot_dev[t]);
+			goto fail_spares;
+		}
+	}
+	tc_dev *dev;
+	r = array_open(ctx, &o, mdev, R->members, R->name, R->data_offset, R->member_size,
+		       &dev);
+	if (r)
+		goto fail_spares;
+	struct tc_array *a = (struct tc_array *)dev;
+	for (unsigned s = 0; s < R->members; s++)
+		if (!slot_dev[s] || R->slot[s].state == TC_MEMBER_FAULTY)
+			array_member_fail(a, s, slot_dev[s] ? "recorded faulty in the superblocks"
+					  : "missing at assembly", 0);
+	/* Rebuild checkpoint: a member recorded rebuilding keeps its state, and the array
+	 * its position, before anything is submitted.  It counts against the redundancy
+	 * until the rebuild ends, as after a takeover (its faulty bit is set). */
+	bool rebuilding = false;
+	for (unsigned s = 0; s < R->members; s++)
+		if (slot_dev[s] && R->slot[s].state == TC_MEMBER_REBUILDING) {
+			atomic_store(&a->m[s].state, TC_MEMBER_REBUILDING);
+			rebuilding = true;
+			if (!old_dev[s]) {
+				atomic_fetch_or(&a->faulty, 1u << s);
+				continue;
+			}
+			/* A replace: the old member serves the rows at and above the
+			 * checkpoint, the slot keeps its redundancy (tc_array_replace). */
+			struct array_disk *od = calloc(1, sizeof(*od));
+			if (!od) {
+				tc_dev_close(dev);
+				r = -ENOMEM;
+				goto fail_spares;
+			}
+			od->dev = old_dev[s];
+			memcpy(od->uuid, R->slot[s].old_uuid, 16);
+			old_dev[s] = NULL;
+			atomic_store(&a->m[s].old_failed, false);
+			atomic_store(&a->m[s].old, od);
+			tc_dev_watch(od->dev, array_member_event_fn, a);
+			tc_info(ctx, "array %s: member %u: the replace of %s by %s goes on",
+				R->name, s, od->dev->name, slot_dev[s]->name);
+		}
+	if (rebuilding)
+		array_health_changed(a);
+	if (array_failed(a)) {
+		tc_err(ctx, "array %s: too few members: %u of %u present, %s survives %d "
+		       "missing", R->name, R->members - missing, R->members, a->level->name,
+		       a->level->redundancy(a, 0));
+		tc_dev_close(dev);
+		r = -ENODEV;
+		goto fail_spares;
+	}
+	if (rebuilding) {
+		atomic_store(&a->rebuild_pos, R->rebuild_pos);
+		tc_info(ctx, "array %s: a rebuild was under way: checkpoint %" PRIu64 " bytes of "
+			"%" PRIu64, R->name, R->rebuild_pos, R->member_size);
+	}
+	struct raid_sb cur = *R;
+	if (flags & TC_ARRAY_FORCE)
+		cur.flags &= ~RAID_SB_DIRTY;
+	r = sb_attach(a, &cur, readonly);
+	uint64_t resync = 0;
+	if (!r)
+		r = array_consistency_attach(a, &cur, (R->flags & RAID_SB_DIRTY) ? live : NULL,
+					     readonly, &resync);
+	if (r) {
+		tc_dev_close(dev);
+		goto fail_spares;
+	}
+	/* The spares join rebuild.c's list; a slot missing now takes one at once (not
+	 * when assembled read-only, for inspection). */
+	for (unsigned i = 0; i < nspares; i++) {
+		tc_dev *sp = spares[i];
+		spares[i] = NULL;
+		r = array_spare_add(a, sp, spare_uuid[i], !readonly);
+		if (r) {
+			for (unsigned j = i + 1; j < nspares; j++)
+				tc_dev_close(spares[j]);
+			nspares = 0;
+			tc_dev_close(dev);
+			goto out;
+		}
+	}
+	nspares = 0;
+	if (!readonly) {
+		/* Dirty while open for writing (md marks it before the first write; here at
+		 * assembly, which covers it), with the member states as assembled. */
+		struct sb_priv *p = a->persist_priv;
+		pthread_mutex_lock(&p->lock);  /* the persist thread may be writing already */
+		p->sb.flags |= RAID_SB_DIRTY;
+		pthread_mutex_unlock(&p->lock);
+		r = sb_persist(a);
+		if (r) {
+			tc_err(ctx, "array %s: cannot mark the array in use on its members: %s",
+			       R->name, strerror(-r));
+			p->readonly = true;     /* write nothing more */
+			tc_dev_close(dev);
+			goto out;
+		}
+	}
+	/* A dirty array with the write-intent map: resync the regions it names. */
+	if (resync && !readonly && !missing && !rebuilding)
+		array_resync_start(a);
+	/* The rebuild recorded in the superblocks goes on from its checkpoint. */
+	if (rebuilding && !readonly) {
+		r = array_rebuild_resume(a);
+		if (r)
+			tc_warn(ctx, "array %s: the rebuild does not resume (%s); the members "
+				"being rebuilt stay as they are", R->name, strerror(-r));
+	}
+	tc_info(ctx, "array %s: assembled, %s of %u members%s%s, uuid %s%s", R->name,
+		a->level->name, R->members, missing ? ", degraded" : "",
+		rebuilding ? ", rebuilding" : "", u, readonly ? " (read-only)" : "");
+	*out = dev;
+	r = 0;
+	goto out;
+fail_spares:
+	close_all(spares, nspares);
+	nspares = 0;
+	close_all(old_dev, TC_ARRAY_MAX_MEMBERS);
+	goto out;
+fail:
+	close_all(devs, n);
+	close_all(spares, nspares);
+	close_all(old_dev, TC_ARRAY_MAX_MEMBERS);
+	for (unsigned s = 0; s < TC_ARRAY_MAX_MEMBERS; s++)
+		if (slot_dev[s])
+			tc_dev_close(slot_dev[s]);
+out:
+	free(sb);
+	return r;
+}
+
+/* ---- inspection ------------------------------------------------------------------- */
+
+static void sb_to_info(const struct raid_sb *s, struct tc_array_member_info *out)
+{
+	uuid_str(s->uuid, out->uuid);
+	uuid_str(s->member_uuid, out->member_uuid);
+	snprintf(out->name, sizeof(out->name), "%s", s->name);
+	out->level = (enum tc_raid_level_id)s->level;
+	out->chunk = s->chunk;
+	out->copies = s->copies;
+	out->members = s->members;
+	out->role = s->role == RAID_SB_ROLE_SPARE ? -1 : (int)s->role;
+	out->dirty = s->flags & RAID_SB_DIRTY;
+	out->events = s->events;
+	out->data_offset = s->data_offset;
+	out->member_size = s->member_size;
+	out->rebuild_pos = s->rebuild_pos;
+	out->ctime_ns = s->ctime;
+	out->utime_ns = s->utime;
+	for (unsigned i = 0; i < s->members; i++)
+		out->slot_state[i] = (enum tc_member_state)s->slot[i].state;
+}
+
+int tc_array_examine(tc_ctx *ctx, tc_dev *dev, struct tc_array_member_info *out)
+{
+	struct raid_sb sb;
+	memset(out, 0, sizeof(*out));
+	int r = raid_sb_read(dev, &sb, &out->copies_ok, out->damage, sizeof(out->damage));
+	if (r == 1)
+		sb_to_info(&sb, out);
+	if (r < 0 && r != -EUCLEAN)
+		tc_err(ctx, "device %s: cannot read its first %u bytes: %s", dev->name,
+		       2 * RAID_SB_SIZE, strerror(-r));
+	return r;
+}
+
+int tc_array_identity(tc_dev *dev, struct tc_array_identity *id)
+{
+	memset(id, 0, sizeof(*id));
+	if (strcmp(dev->ops->name, "array"))
+		return -EINVAL;
+	struct tc_array *a = (struct tc_array *)dev;
+	struct sb_priv *p = a->persist_priv;
+	if (!a->persist || !p)
+		return -ENODATA;
+	pthread_mutex_lock(&p->lock);
+	uuid_str(p->sb.uuid, id->uuid);
+	snprintf(id->name, sizeof(id->name), "%s", p->sb.name);
+	id->events = p->sb.events;
+	id->dirty = p->sb.flags & RAID_SB_DIRTY;
+	id->readonly = p->readonly;
+	id->data_offset = p->sb.data_offset;
+	id->rebuild_pos = atomic_load(&a->rebuild_pos);
+	pthread_mutex_unlock(&p->lock);
+	pthread_mutex_lock(&a->lock);
+	id->nspares = a->nspares;
+	for (unsigned i = 0; i < a->nspares; i++)
+		id->spare[i] = a->spare[i]->dev->name;
+	pthread_mutex_unlock(&a->lock);
+	return 0;
+}

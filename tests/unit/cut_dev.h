@@ -1,0 +1,81 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * cut_dev.h - the power-cut tests' cutter (test_mgmt_cut.c, test_array_cut.c): a
+ * device layer over an inner device (a crash device) that lets a budget of requests
+ * through, counted over every cutter sharing the budget, and fails every later one
+ * with -EIO, as a power failure would.  The inner device is not owned: the test
+ * closes it after the cutter (after tc_crash_power_cut on it).  Needs cmocka.h,
+ * dev.h and tiercache.h included first.
+ */
+#ifndef TC_TEST_CUT_DEV_H
+#define TC_TEST_CUT_DEV_H
+
+#include <errno.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <stdlib.h>
+
+/* One request budget shared by the devices of one run: @used counts every request
+ * submitted, @limit how many pass (UINT64_MAX: all; 0: none). */
+struct cut_budget {
+	_Atomic uint64_t used, limit;
+};
+
+struct cut_dev {
+	struct tc_dev base;
+	tc_dev *inner;
+	struct cut_budget *budget;
+};
+
+static inline void cut_submit(struct tc_dev *dev, struct tc_io *io)
+{
+	struct cut_dev *cd = (struct cut_dev *)dev;
+	uint64_t n = atomic_fetch_add(&cd->budget->used, 1);
+	if (n >= atomic_load(&cd->budget->limit)) {
+		tc_dev_complete_later(dev, io, -EIO);
+		return;
+	}
+	tc_dev_submit(cd->inner, io);   /* completes through the inner device */
+}
+
+static inline void cut_close(struct tc_dev *dev)
+{
+	tc_dev_fini(dev);
+	free(dev);
+}
+
+static const struct tc_dev_ops cut_ops = {
+	.name = "cut",
+	.submit = cut_submit,
+	.close = cut_close,
+};
+
+/* cut_new - a cutter over @inner (same name, size and block size) spending @b. */
+static inline tc_dev *cut_new(tc_ctx *ctx, tc_dev *inner, struct cut_budget *b)
+{
+	struct cut_dev *cd = calloc(1, sizeof(*cd));
+	assert_non_null(cd);
+	assert_int_equal(tc_dev_init(&cd->base, &cut_ops, ctx, inner->name, inner->size,
+				     inner->lbs), 0);
+	cd->inner = inner;
+	cd->budget = b;
+	return &cd->base;
+}
+
+/* cut_budget_start - from now on @n more requests pass. */
+static inline void cut_budget_start(struct cut_budget *b, uint64_t n)
+{
+	atomic_store(&b->used, 0);
+	atomic_store(&b->limit, n);
+}
+
+/* cut_budget_done - the power fails now: nothing more passes.  Returns whether the
+ * operation run since cut_budget_start(b, n) stayed within its @n requests. */
+static inline bool cut_budget_done(struct cut_budget *b, uint64_t n)
+{
+	bool within = atomic_load(&b->used) <= n;
+	atomic_store(&b->limit, 0);
+	return within;
+}
+
+#endif /* TC_TEST_CUT_DEV_H */

@@ -1,0 +1,460 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * test_array_cut.c - a power cut at every device request of the array management
+ * operations (src/raid/sb.c, rebuild.c): create (over an old array), add-spare,
+ * replace (its start, every window and checkpoint of the copy, its completion), and a
+ * member failure with a hot spare (the spare's takeover of the slot, the rebuild's
+ * checkpoints, its end).  Each runs on crash devices behind the cutter of cut_dev.h,
+ * which lets N requests through (counted over every device together) and fails the
+ * later ones; the crash devices then keep a seed-chosen part of what was not flushed.
+ * For N = 0, 1, 2, ... until the operation completes uncut, the files are
+ * "rebooted": opened again, the devices holding a member superblock of the array
+ * assembled (as the host groups them), and checked: the array assembles; it is in
+ * the old state or the new one, named in the failure message; every sector written
+ * and flushed before the operation reads back, whole and degraded (a member failed);
+ * a rebuild or replace cut midway resumes or restarts at assembly and ends with the
+ * new device in the slot and the data right.  RAID 1, RAID 5 and RAID 6, deterministic
+ * contexts (the seed of a run is its N).
+ */
+#include <errno.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <cmocka.h>
+
+#include "dev.h"
+#include "helpers.h"
+#include "tiercache.h"
+#include "tiercache-test.h"
+#include "cut_dev.h"
+
+#define CHUNK 4096u
+#define DATA (32u * 1024u)                      /* array data per member, bytes */
+#define MSIZE (TC_ARRAY_DATA_OFFSET + DATA)     /* member files, sparse */
+#define NDEV 6                                  /* members and the spare / successor */
+#define MAX_CUTS 3000
+
+enum aop { OP_CREATE, OP_ADD_SPARE, OP_REPLACE, OP_TAKEOVER };
+
+static const char *const op_names[] = { "create array (over an old array)", "add-spare",
+	"replace (start, copy, completion)", "member failure: spare takeover and rebuild" };
+
+struct fx {
+	char dir[256];
+	char path[NDEV][300];
+	char saved[NDEV][310];  /* the files as prepare() left them */
+	struct t_log log;
+	enum tc_raid_level_id level;
+	unsigned n;             /* members; device n is the spare / the successor */
+};
+
+#define VICTIM 1u   /* the member replaced, or failed for the spare to take over */
+
+static uint8_t pattern[2 * DATA];   /* the array's data (at most 2 data members) */
+
+static uint64_t array_bytes(const struct fx *f)
+{
+	unsigned data = f->level == TC_RAID1 ? 1 : f->level == TC_RAID6 ? f->n - 2 : f->n - 1;
+	return (uint64_t)data * DATA;
+}
+
+static tc_dev *open_file(tc_ctx *ctx, const char *path, unsigned flags)
+{
+	tc_dev *d;
+	assert_int_equal(tc_dev_open_file(ctx, path, flags | TC_DEV_BUFFERED, MSIZE, &d), 0);
+	return d;
+}
+
+/* Fresh files in the state before @op: for create, an old array "old" over the
+ * members holding the pattern; else the array "a" holding it (flushed, closed clean),
+ * with a hot spare on device n for the takeover.  Device n is blank otherwise. */
+static void prepare(struct fx *f, enum aop op)
+{
+	tc_ctx *ctx = t_ctx(TC_CTX_DETERMINISTIC, 1, TC_LOG_ERROR, &f->log);
+	tc_dev *m[NDEV], *a;
+	struct tc_array_opts o = { .level = f->level, .chunk = CHUNK };
+
+	for (unsigned i = 0; i <= f->n; i++) {
+		unlink(f->path[i]);
+		m[i] = open_file(ctx, f->path[i], TC_DEV_CREATE);
+	}
+	unsigned spares = op == OP_TAKEOVER ? 1 : 0;
+	if (!spares)
+		tc_dev_close(m[f->n]);
+	assert_int_equal(tc_array_create(ctx, op == OP_CREATE ? "old" : "a", &o, m, f->n,
+					 &m[f->n], spares, 0, &a), 0);
+	uint64_t len = array_bytes(f);
+	assert_int_equal(tc_dev_pwrite(a, pattern, len, 0, 0), 0);
+	assert_int_equal(tc_dev_flush(a), 0);
+	tc_dev_close(a);
+	tc_ctx_free(ctx);
+}
+
+/* The run's devices: crash devices over the files (seeds from @n), each behind a
+ * cutter spending @b. */
+struct run {
+	tc_ctx *ctx;
+	struct cut_budget b;
+	tc_dev *crash[NDEV], *cut[NDEV];
+};
+
+static void run_open(struct fx *f, struct run *r, uint64_t n)
+{
+	memset(r, 0, sizeof(*r));
+	r->ctx = t_ctx(TC_CTX_DETERMINISTIC, n + 1, TC_LOG_ERROR, &f->log);
+	atomic_store(&r->b.limit, UINT64_MAX);
+	for (unsigned i = 0; i <= f->n; i++) {
+		assert_int_equal(tc_dev_new_crash(r->ctx, f->path[i], 0, 0, n * NDEV + i + 1,
+						  &r->crash[i]), 0);
+		r->cut[i] = cut_new(r->ctx, r->crash[i], &r->b);
+	}
+}
+
+/* The power fails: nothing more reaches the files, each crash device keeps its
+ * seed's choice of what was not flushed; then @a (owning the cutters: every
+ * operation takes its devices over, also when it fails) is closed. */
+static void run_cut_power(struct fx *f, struct run *r, tc_dev *a)
+{
+	atomic_store(&r->b.limit, 0);
+	for (unsigned i = 0; i <= f->n; i++)
+		assert_true(tc_crash_power_cut(r->crash[i]) >= 0);
+	if (a)
+		tc_dev_close(a);
+	for (unsigned i = 0; i <= f->n; i++)
+		tc_dev_close(r->crash[i]);
+	tc_ctx_free(r->ctx);
+}
+
+static bool member_is(const struct tc_array_status *st, unsigned slot, const char *path)
+{
+	return st->member[slot].name && !strcmp(st->member[slot].name, path);
+}
+
+/* Run @op with the power cut after @n requests; true when it completed uncut. */
+static bool run_cut(struct fx *f, enum aop op, uint64_t n)
+{
+	struct run r;
+	tc_dev *a = NULL;
+	bool done;
+	struct tc_array_status st;
+
+	run_open(f, &r, n);
+	if (op == OP_CREATE) {
+		struct tc_array_opts o = { .level = f->level, .chunk = CHUNK };
+		cut_budget_start(&r.b, n);
+		int ret = tc_array_create(r.ctx, "new", &o, r.cut, f->n, &r.cut[f->n], 1,
+					  TC_ARRAY_FORCE, &a);
+		done = cut_budget_done(&r.b, n) && ret == 0;
+		if (ret)
+			a = NULL;
+		run_cut_power(f, &r, a);
+		return done;
+	}
+	/* The array as a host starts it: assembled (the superblocks marked dirty), the
+	 * rebuild at full speed on the virtual clock; durable before the cut. */
+	char succ[320];
+	snprintf(succ, sizeof(succ), "%s", r.cut[f->n]->name);
+	unsigned ndev = op == OP_TAKEOVER ? f->n + 1 : f->n;
+	assert_int_equal(tc_array_assemble(r.ctx, r.cut, ndev, 0, &a), 0);
+	struct tc_array_rebuild_opts ro = { .max_rate = UINT64_MAX, .priority = 100 };
+	assert_int_equal(tc_array_set_rebuild(a, &ro), 0);
+	for (unsigned i = 0; i <= f->n; i++)
+		assert_int_equal(tc_dev_flush(r.crash[i]), 0);
+	cut_budget_start(&r.b, n);
+	int ret = 0;
+	switch (op) {
+	case OP_ADD_SPARE:
+		ret = tc_array_add_spare(a, r.cut[f->n]);
+		break;
+	case OP_REPLACE:
+		ret = tc_array_replace(a, VICTIM, r.cut[f->n]);
+		break;
+	case OP_TAKEOVER:
+	default:
+		ret = tc_array_fail_member(a, VICTIM);
+		break;
+	}
+	if (ret == 0)
+		ret = tc_array_wait(a);
+	assert_int_equal(tc_array_status(a, &st), 0);
+	done = cut_budget_done(&r.b, n) && ret == 0;
+	if (done && op != OP_ADD_SPARE)
+		done = st.member[VICTIM].state == TC_MEMBER_ACTIVE &&
+		       member_is(&st, VICTIM, succ);
+	run_cut_power(f, &r, a);
+	return done;
+}
+
+/* Read the whole array and compare it with @want (NULL: zeros). */
+static void check_data(struct fx *f, tc_dev *a, const uint8_t *want, uint64_t n,
+		       enum aop op, const char *state, const char *when)
+{
+	uint64_t len = array_bytes(f);
+	static uint8_t back[sizeof(pattern)], zeros[sizeof(pattern)];
+	assert_int_equal(tc_dev_pread(a, back, len, 0), 0);
+	if (!want)
+		want = zeros;
+	for (uint64_t s = 0; s < len; s += TC_SECTOR_SIZE)
+		if (memcmp(back + s, want + s, TC_SECTOR_SIZE))
+			fail_msg("%s, cut after %llu requests (%s): %s: sector at %llu reads "
+				 "other data than %s", op_names[op], (unsigned long long)n, state,
+				 when, (unsigned long long)s,
+				 want == zeros ? "zeros (a new array)" : "was written and flushed");
+}
+
+/* Open the files again; put into @devs those holding a member superblock of the
+ * array named @name (as the host groups them).  Returns their count; @which[k] is the
+ * device index of devs[k]. */
+static unsigned reopen(struct fx *f, tc_ctx *ctx, const char *name, tc_dev **devs,
+		       unsigned *which)
+{
+	unsigned k = 0;
+	for (unsigned i = 0; i <= f->n; i++) {
+		tc_dev *d = open_file(ctx, f->path[i], 0);
+		struct tc_array_member_info mi;
+		int r = tc_array_examine(ctx, d, &mi);
+		if (r == 1 && !strcmp(mi.name, name)) {
+			which[k] = i;
+			devs[k++] = d;
+		} else {
+			tc_dev_close(d);
+		}
+	}
+	return k;
+}
+
+/* Fail each slot in turn (within the redundancy: one at a time) and read: every
+ * member's data agrees with the others'. */
+static void check_degraded(struct fx *f, const uint8_t *want, uint64_t n, enum aop op,
+			   const char *state, const char *name)
+{
+	for (unsigned slot = 0; slot < f->n; slot++) {
+		tc_ctx *ctx = t_ctx(TC_CTX_DETERMINISTIC, n + 100 + slot, TC_LOG_ERROR, &f->log);
+		tc_dev *devs[NDEV], *a;
+		unsigned which[NDEV];
+		unsigned k = reopen(f, ctx, name, devs, which);
+		assert_int_equal(tc_array_assemble(ctx, devs, k, TC_ARRAY_READONLY, &a), 0);
+		struct tc_array_status st;
+		assert_int_equal(tc_array_status(a, &st), 0);
+		if (st.member[slot].state == TC_MEMBER_ACTIVE) {
+			assert_true(tc_array_fail_member(a, slot) >= 0);
+			char when[64];
+			snprintf(when, sizeof(when), "slot %u failed", slot);
+			check_data(f, a, want, n, op, state, when);
+		}
+		tc_dev_close(a);
+		tc_ctx_free(ctx);
+	}
+}
+
+/* After the cut: the devices assemble, old state or new, the data right. */
+static void check_after(struct fx *f, enum aop op, uint64_t n, bool done)
+{
+	tc_ctx *ctx = t_ctx(TC_CTX_DETERMINISTIC, n + 1, TC_LOG_ERROR, &f->log);
+	tc_dev *devs[NDEV], *a;
+	unsigned which[NDEV];
+	struct tc_array_status st;
+	struct tc_array_identity id;
+
+	if (op == OP_CREATE) {
+		/* New: every device holds the new array's superblock; it assembles whole
+		 * with its spare and reads zeros, also with any member failed.  Old: none
+		 * does; the old array assembles (its data was being zeroed: not checked).
+		 * Between: a create cut between devices; it is made again (--force). */
+		unsigned k = reopen(f, ctx, "new", devs, which);
+		const char *state = k == f->n + 1 ? "new" : k == 0 ? "old" : "partly created";
+		if (done && k != f->n + 1)
+			fail_msg("%s completed uncut but %u of %u devices hold its superblock",
+				 op_names[op], k, f->n + 1);
+		if (k == f->n + 1) {
+			int r = tc_array_assemble(ctx, devs, k, 0, &a);
+			if (r)
+				fail_msg("%s, cut after %llu requests (new): does not assemble "
+					 "(%d: %s)", op_names[op], (unsigned long long)n, r,
+					 f->log.last);
+			assert_int_equal(tc_array_status(a, &st), 0);
+			assert_false(st.degraded);
+			assert_int_equal(tc_array_identity(a, &id), 0);
+			assert_int_equal(id.nspares, 1);
+			check_data(f, a, NULL, n, op, state, "whole");
+			tc_dev_close(a);
+			check_degraded(f, NULL, n, op, state, "new");
+		} else {
+			for (unsigned i = 0; i < k; i++)
+				tc_dev_close(devs[i]);
+			if (k == 0) {
+				k = reopen(f, ctx, "old", devs, which);
+				int r = tc_array_assemble(ctx, devs, k, TC_ARRAY_READONLY, &a);
+				if (r)
+					fail_msg("%s, cut after %llu requests (old): the old array "
+						 "does not assemble (%d: %s)", op_names[op],
+						 (unsigned long long)n, r, f->log.last);
+				tc_dev_close(a);
+			}
+			/* What the documentation says to do: create again, forced. */
+			tc_dev *m[NDEV];
+			for (unsigned i = 0; i <= f->n; i++)
+				m[i] = open_file(ctx, f->path[i], 0);
+			struct tc_array_opts o = { .level = f->level, .chunk = CHUNK };
+			assert_int_equal(tc_array_create(ctx, "new", &o, m, f->n, &m[f->n], 1,
+							 TC_ARRAY_FORCE, &a), 0);
+			check_data(f, a, NULL, n, op, state, "created again");
+			tc_dev_close(a);
+		}
+		tc_ctx_free(ctx);
+		return;
+	}
+
+	unsigned k = reopen(f, ctx, "a", devs, which);
+	int r = tc_array_assemble(ctx, devs, k, 0, &a);
+	if (r)
+		fail_msg("%s, cut after %llu requests: the array does not assemble from its %u "
+			 "devices (%d: %s)", op_names[op], (unsigned long long)n, k, r,
+			 f->log.last);
+	assert_int_equal(tc_array_status(a, &st), 0);
+	assert_int_equal(tc_array_identity(a, &id), 0);
+	const char *succ = f->path[f->n];
+	const char *state;
+	switch (op) {
+	case OP_ADD_SPARE:
+		/* Old: no spare (device n blank); new: device n a spare of the array. */
+		state = id.nspares ? "new" : "old";
+		if (done && !id.nspares)
+			fail_msg("%s completed uncut but the spare is not the array's after a "
+				 "restart", op_names[op]);
+		if (id.nspares && strcmp(id.spare[0], succ))
+			fail_msg("%s, cut after %llu requests: the spare is %s, not %s",
+				 op_names[op], (unsigned long long)n, id.spare[0], succ);
+		break;
+	case OP_REPLACE:
+	case OP_TAKEOVER:
+	default:
+		/* Old: the first member in the slot (the spare still a spare); between: the
+		 * new device rebuilding in the slot (the copy or rebuild resumes); new: the
+		 * new device active in the slot. */
+		state = !member_is(&st, VICTIM, succ) ? "old"
+			: st.member[VICTIM].state == TC_MEMBER_ACTIVE ? "new"
+			: "rebuilding (resumed)";
+		if (done && strcmp(state, "new"))
+			fail_msg("%s completed uncut but the restart finds it %s", op_names[op],
+				 state);
+		break;
+	}
+	/* The data as flushed before the operation, at once (a rebuild resumed, not run
+	 * yet), then after the pass; the new device in the slot once it ends, unless the
+	 * operation left no trace (old). */
+	check_data(f, a, pattern, n, op, state, "at assembly");
+	assert_int_equal(tc_array_wait(a), 0);
+	assert_int_equal(tc_array_status(a, &st), 0);
+	if (st.degraded || st.sync != TC_ARRAY_SYNC_IDLE)
+		fail_msg("%s, cut after %llu requests (%s): degraded after the restart's pass",
+			 op_names[op], (unsigned long long)n, state);
+	if (op != OP_ADD_SPARE && strcmp(state, "old")) {
+		if (!member_is(&st, VICTIM, succ) ||
+		    st.member[VICTIM].state != TC_MEMBER_ACTIVE)
+			fail_msg("%s, cut after %llu requests (%s): after the resumed pass slot "
+				 "%u holds %s (state %d), not %s", op_names[op],
+				 (unsigned long long)n, state, VICTIM,
+				 st.member[VICTIM].name ? st.member[VICTIM].name : "nothing",
+				 st.member[VICTIM].state, succ);
+	}
+	check_data(f, a, pattern, n, op, state, "after the restart's pass");
+	tc_dev_close(a);
+	tc_ctx_free(ctx);
+	check_degraded(f, pattern, n, op, state, "a");
+}
+
+/* Copy file @from to @to, holes kept (or remove @to when @from is missing). */
+static void copy_file(const char *from, const char *to)
+{
+	char cmd[700];
+	snprintf(cmd, sizeof(cmd), "rm -f '%s'; if [ -e '%s' ]; then cp --sparse=always '%s' "
+		 "'%s'; fi", to, from, from, to);
+	assert_int_equal(system(cmd), 0);
+}
+
+static void cut_every_request(struct fx *f, enum aop op, enum tc_raid_level_id level,
+			      unsigned members)
+{
+	f->level = level;
+	f->n = members;
+	for (size_t i = 0; i < sizeof(pattern); i++)
+		pattern[i] = (uint8_t)(i * 7 + 3 + (i >> 12));
+	uint64_t n;
+	prepare(f, op);
+	for (unsigned i = 0; i <= f->n; i++)
+		copy_file(f->path[i], f->saved[i]);
+	for (n = 0; n < MAX_CUTS; n++) {
+		for (unsigned i = 0; i <= f->n; i++)
+			copy_file(f->saved[i], f->path[i]);
+		bool done = run_cut(f, op, n);
+		if (getenv("TC_CUT_VERBOSE"))
+			fprintf(stderr, "%s: cut after %llu: %s\n", op_names[op],
+				(unsigned long long)n, done ? "completed" : "cut");
+		check_after(f, op, n, done);
+		if (done)
+			break;
+	}
+	assert_true(n < MAX_CUTS);
+	print_message("  %s, %s of %u: cut at each of its %llu requests, old or new\n",
+		      op_names[op], tc_raid_level_name(level), members,
+		      (unsigned long long)n);
+}
+
+#define LEVELS(name, op)                                                               \
+	static void name(void **state)                                                 \
+	{                                                                              \
+		cut_every_request(*state, op, TC_RAID1, 2);                            \
+		cut_every_request(*state, op, TC_RAID5, 3);                            \
+		cut_every_request(*state, op, TC_RAID6, 4);                            \
+	}
+
+LEVELS(test_create, OP_CREATE)
+LEVELS(test_add_spare, OP_ADD_SPARE)
+LEVELS(test_replace, OP_REPLACE)
+LEVELS(test_takeover, OP_TAKEOVER)
+
+static int setup(void **state)
+{
+	struct fx *f = calloc(1, sizeof(*f));
+	assert_non_null(f);
+	/* Thousands of small sparse files made and synced: in memory when it can (on a
+	 * shared disk the syncs take minutes), unless TMPDIR says where. */
+	if (!getenv("TMPDIR") && access("/dev/shm", W_OK) == 0)
+		setenv("TMPDIR", "/dev/shm", 0);
+	assert_int_equal(t_mkdtemp(f->dir, sizeof(f->dir), "tc-array-cut"), 0);
+	for (unsigned i = 0; i < NDEV; i++)
+		snprintf(f->path[i], sizeof(f->path[i]), "%s/d%u", f->dir, i);
+	for (unsigned i = 0; i < NDEV; i++)
+		snprintf(f->saved[i], sizeof(f->saved[i]), "%s.saved", f->path[i]);
+	*state = f;
+	return 0;
+}
+
+static int teardown(void **state)
+{
+	struct fx *f = *state;
+	assert_int_equal(t_rm_rf(f->dir), 0);
+	free(f);
+	return 0;
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_setup_teardown(test_create, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_add_spare, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_replace, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_takeover, setup, teardown),
+	};
+	/* TC_CUT_ONLY=test_replace (a cmocka filter) runs one operation. */
+	if (getenv("TC_CUT_ONLY"))
+		cmocka_set_test_filter(getenv("TC_CUT_ONLY"));
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
