@@ -9,6 +9,21 @@
  *                    cache eviction", SOSP'23): small FIFO (10 %), main FIFO, ghost
  *                    FIFO of evicted keys; a hit only bumps a 2-bit frequency in the
  *                    line's flags with an atomic op (no lock).
+ *   policy_arc.c     ARC (Megiddo & Modha, FAST'03): T1/T2 resident LRUs, B1/B2
+ *                    ghost LRUs, target p adapted on ghost hits.  Hits take the lock.
+ *   policy_2q.c      full 2Q (Johnson & Shasha, VLDB'94): A1in FIFO (25 %), A1out
+ *                    ghost FIFO (50 %), Am LRU.  Only Am hits take the lock.
+ *   policy_sieve.c   SIEVE (Zhang et al., NSDI'24): one FIFO, a hand that spares
+ *                    visited lines; a hit sets one bit without a lock.
+ *   policy_wtinylfu.c  W-TinyLFU (Einziger et al., ACM ToS 2017): 1 % window LRU,
+ *                    main SLRU 20/80, admission by a frequency sketch.  One lock.
+ *                    wtinylfu-hc: the same, its window sized by Caffeine's hill
+ *                    climber (Einziger et al., Middleware 2018).
+ *   policy_lirs.c    LIRS (Jiang & Zhang, SIGMETRICS 2002): recency stack S of LIR,
+ *                    resident and non-resident HIR entries (at most 2 x the lines),
+ *                    resident HIR list Q (1 %).  One lock.
+ *   policy_ghost.c   the ghost key lists ARC and 2Q share (policy_ghost.h), and the
+ *                    queue arrays of policy_list.h.
  * Admission (whether a read miss deserves a fill), admission.c:
  *   always, and nhit: fill on the Nth access within a window, counted in a count-min
  *   sketch with periodic halving (the aging of TinyLFU, Einziger et al., ACM ToS 2017).
@@ -49,7 +64,7 @@ static inline uint64_t tc_line_key(uint8_t vol, uint32_t line_no)
 typedef bool (*tc_can_evict_fn)(void *arg, uint32_t slot);
 
 struct tc_repl_ops {
-	const char *name;  /* "lru", "s3fifo" */
+	const char *name;  /* "lru", "s3fifo", "arc", "2q", "sieve", "wtinylfu", "lirs", "wtinylfu-hc" */
 	/* Allocate state for @nslots slots of @lines (the engine's array; the policy may
 	 * use the TC_LINE_POLICY_MASK bits of lines[i].flags).  Returns 0 or -ENOMEM. */
 	int (*create)(struct tc_repl **out, struct tc_line *lines, uint32_t nslots);
@@ -70,12 +85,25 @@ struct tc_repl_ops {
 	 * hide the ones behind them from the next call (they are moved aside).
 	 * Allocator lock held.  Returns 0 and *@slot, or -ENOSPC. */
 	int (*victim)(struct tc_repl *r, tc_can_evict_fn can_evict, void *arg, uint32_t *slot);
+	/* Optional (NULL: never called).  A miss on @key (tc_line_key()) is about to
+	 * take a slot: victim() if none is free, then insert() of that slot.  Policies
+	 * whose choice of victim depends on the incoming key (ARC: in B2 or not; 2Q: in
+	 * A1out or not) remember it here.  The allocation may still fail (victim()
+	 * -ENOSPC): insert() must check that its slot holds the remembered key.
+	 * Allocator lock held. */
+	void (*miss)(struct tc_repl *r, uint64_t key);
 	/* Memory: bytes per slot of per-line state, and total bytes of ghost state. */
 	void (*mem)(struct tc_repl *r, size_t *per_slot, size_t *ghost_total);
 };
 
 extern const struct tc_repl_ops tc_repl_lru;
 extern const struct tc_repl_ops tc_repl_s3fifo;
+extern const struct tc_repl_ops tc_repl_arc;
+extern const struct tc_repl_ops tc_repl_2q;
+extern const struct tc_repl_ops tc_repl_sieve;
+extern const struct tc_repl_ops tc_repl_wtinylfu;
+extern const struct tc_repl_ops tc_repl_lirs;
+extern const struct tc_repl_ops tc_repl_wtinylfu_hc;
 
 /* tc_repl_ops_get - ops for enum tc_replacement @id, or NULL. */
 const struct tc_repl_ops *tc_repl_ops_get(unsigned id);

@@ -173,6 +173,9 @@ void replay_opts_default(struct replay_opts *o)
 	memset(o, 0, sizeof(*o));
 	o->devices = REPLAY_DEV_EMU;
 	tc_cache_opts_default(&o->cache);
+	/* The replay's cache devices are its own scratch devices: write-back on them
+	 * needs no redundancy (there is no data to lose). */
+	o->cache.unprotected_writeback = true;
 	tc_volume_settings_default(&o->settings);
 	o->speed = 1.0;
 	o->seed = 1;
@@ -262,8 +265,8 @@ static void slot_done(struct replay *p, struct slot *s, int result, uint64_t now
 
 	if (s->measured) {
 		uint64_t lat = now > s->t_start ? now - s->t_start : 0;
-		hist_record(&res->lat, lat);
-		hist_record(s->write ? &res->lat_write : &res->lat_read, lat);
+		tc_hist_record(&res->lat, lat);
+		tc_hist_record(s->write ? &res->lat_write : &res->lat_read, lat);
 		if (result)
 			res->errors++;
 		if (now > p->last_done)
@@ -915,9 +918,9 @@ int replay_run(const struct trace *t, const struct replay_map *m,
 	int r;
 
 	memset(res, 0, sizeof(*res));
-	hist_init(&res->lat);
-	hist_init(&res->lat_read);
-	hist_init(&res->lat_write);
+	tc_hist_init(&res->lat);
+	tc_hist_init(&res->lat_read);
+	tc_hist_init(&res->lat_write);
 	if (err && errlen)
 		err[0] = '\0';
 	if (!(o->speed > 0)) {

@@ -40,7 +40,6 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "hist.h"
 #include "tiercache.h"
 #include "trace.h"
 
@@ -173,7 +172,7 @@ struct replay_result {
 	uint64_t replay_wall_ns;   /* real time of the request loop */
 	bool interrupted;
 	/* Latency, ns, measured requests. */
-	struct hist lat, lat_read, lat_write;
+	struct tc_hist lat, lat_read, lat_write;
 };
 
 /*

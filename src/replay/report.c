@@ -74,12 +74,12 @@ static const uint64_t lat_bounds[] = {
 #define NBOUNDS (sizeof(lat_bounds) / sizeof(lat_bounds[0]))
 
 /* Counts per bound: values in (previous bound, bound]; the last slot is above all. */
-static void lat_bins(const struct hist *h, uint64_t *bins)
+static void lat_bins(const struct tc_hist *h, uint64_t *bins)
 {
 	uint64_t prev = 0;
 
 	for (size_t i = 0; i < NBOUNDS; i++) {
-		uint64_t below = hist_count_below(h, lat_bounds[i] + 1);
+		uint64_t below = tc_hist_count_below(h, lat_bounds[i] + 1);
 		bins[i] = below - prev;
 		prev = below;
 	}
@@ -138,7 +138,7 @@ void report_print_trace(const struct trace *t, const struct replay_map *m,
 	       m->folded, tc_size_format(m->footprint, h3, sizeof(h3)));
 }
 
-static void print_lat_row(const char *name, const struct hist *h)
+static void print_lat_row(const char *name, const struct tc_hist *h)
 {
 	char a[6][24];
 
@@ -147,11 +147,11 @@ static void print_lat_row(const char *name, const struct hist *h)
 		return;
 	}
 	printf("  %-6s %10s %10s %10s %10s %10s %10s\n", name,
-	       us_text((uint64_t)hist_mean(h), a[0], 24),
-	       us_text(hist_percentile(h, 50), a[1], 24),
-	       us_text(hist_percentile(h, 90), a[2], 24),
-	       us_text(hist_percentile(h, 99), a[3], 24),
-	       us_text(hist_percentile(h, 99.9), a[4], 24),
+	       us_text((uint64_t)tc_hist_mean(h), a[0], 24),
+	       us_text(tc_hist_percentile(h, 50), a[1], 24),
+	       us_text(tc_hist_percentile(h, 90), a[2], 24),
+	       us_text(tc_hist_percentile(h, 99), a[3], 24),
+	       us_text(tc_hist_percentile(h, 99.9), a[4], 24),
 	       us_text(h->max, a[5], 24));
 }
 
@@ -269,6 +269,16 @@ static json_object *jnum(double v)
 	return isnan(v) || isinf(v) ? NULL : json_object_new_double(v);
 }
 
+/* ssd_per_host - SSD endurance figure: bytes the cache device was written (fills,
+ * client writes, metadata) per byte the host read or wrote; NaN (null) without a
+ * library run or host bytes. */
+static double ssd_per_host(const struct replay_result *r)
+{
+	uint64_t host = r->read_bytes + r->write_bytes;
+
+	return r->library && host ? (double)r->cache.bytes_written / (double)host : NAN;
+}
+
 static json_object *ju64(uint64_t v)
 {
 	return json_object_new_int64(v > INT64_MAX ? INT64_MAX : (int64_t)v);
@@ -279,7 +289,7 @@ static void jadd(json_object *o, const char *k, json_object *v)
 	json_object_object_add(o, k, v);
 }
 
-static json_object *jlat(const struct hist *h)
+static json_object *jlat(const struct tc_hist *h)
 {
 	json_object *o = json_object_new_object();
 
@@ -290,12 +300,12 @@ static json_object *jlat(const struct hist *h)
 			jadd(o, keys[i], NULL);
 		return o;
 	}
-	jadd(o, "mean", jnum(hist_mean(h) / 1e3));
+	jadd(o, "mean", jnum(tc_hist_mean(h) / 1e3));
 	jadd(o, "min", jnum((double)h->min / 1e3));
-	jadd(o, "p50", jnum((double)hist_percentile(h, 50) / 1e3));
-	jadd(o, "p90", jnum((double)hist_percentile(h, 90) / 1e3));
-	jadd(o, "p99", jnum((double)hist_percentile(h, 99) / 1e3));
-	jadd(o, "p999", jnum((double)hist_percentile(h, 99.9) / 1e3));
+	jadd(o, "p50", jnum((double)tc_hist_percentile(h, 50) / 1e3));
+	jadd(o, "p90", jnum((double)tc_hist_percentile(h, 90) / 1e3));
+	jadd(o, "p99", jnum((double)tc_hist_percentile(h, 99) / 1e3));
+	jadd(o, "p999", jnum((double)tc_hist_percentile(h, 99.9) / 1e3));
 	jadd(o, "max", jnum((double)h->max / 1e3));
 	return o;
 }
@@ -468,6 +478,7 @@ json_object *report_json_result(const struct replay_result *r, const struct repl
 		jadd(j, "cache", e);
 		jadd(j, "backing_device", jdev(&r->backing));
 		jadd(j, "cache_device", jdev(&r->cache));
+		jadd(j, "ssd_bytes_per_host_byte", jnum(ssd_per_host(r)));
 	} else {
 		jadd(j, "cache", NULL);
 		jadd(j, "backing_device", NULL);
@@ -508,7 +519,7 @@ void report_print_mrc_row(const char *size, const struct replay_result *r,
 	       ratio_text(1 - f.byte_hit, a[2], 16),
 	       ratio_text(1 - f.page_hit, a[4], 16),
 	       ratio_text(1 - f.line_hit, a[3], 16),
-	       r->lat.count ? us_text(hist_percentile(&r->lat, 99), l, sizeof(l)) : "-");
+	       r->lat.count ? us_text(tc_hist_percentile(&r->lat, 99), l, sizeof(l)) : "-");
 	fflush(stdout);
 }
 
@@ -527,7 +538,8 @@ json_object *report_json_mrc_point(const char *size, const struct replay_result 
 	jadd(pt, "byte_miss_ratio", jnum(1 - f.byte_hit));
 	jadd(pt, "page_miss_ratio", jnum(1 - f.page_hit));
 	jadd(pt, "line_miss_ratio", jnum(1 - f.line_hit));
+	jadd(pt, "ssd_bytes_per_host_byte", jnum(ssd_per_host(r)));
 	jadd(pt, "p99_latency_us", r->lat.count ?
-	     jnum((double)hist_percentile(&r->lat, 99) / 1e3) : NULL);
+	     jnum((double)tc_hist_percentile(&r->lat, 99) / 1e3) : NULL);
 	return pt;
 }

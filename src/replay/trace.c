@@ -479,15 +479,30 @@ static int rw_word(const char *s)
 	return -1;
 }
 
-/* A numeric volume id printed without leading zeros; any other id as it is. */
+/* A numeric volume id printed without leading zeros; any other id as it is.  Returns
+ * its length, or 0 when it does not fit in @len bytes (snprintf's count of what it
+ * would have written is not what is in @buf). */
 static size_t vol_name(const char *field, char *buf, size_t len)
 {
 	uint64_t v;
+	int n;
 
 	if (parse_dec(field, &v) == 0)
-		return (size_t)snprintf(buf, len, "%" PRIu64, v);
-	return (size_t)snprintf(buf, len, "%s", field);
+		n = snprintf(buf, len, "%" PRIu64, v);
+	else
+		n = snprintf(buf, len, "%s", field);
+	return n > 0 && (size_t)n < len ? (size_t)n : 0;
 }
+
+/* The source volume named by field @field (called @what in messages) into vbuf/vn; a
+ * name too long for vbuf is a malformed record. */
+#define VOL(field, what)                                                                   \
+	do {                                                                              \
+		vn = vol_name((field), vbuf, sizeof(vbuf));                               \
+		if (!vn)                                                                  \
+			return bad(l, "%s \"%.32s...\" is longer than %zu bytes", (what),     \
+				   (field), sizeof(vbuf) - 1);                            \
+	} while (0)
 
 static int mul_ok(struct loader *l, uint64_t a, uint64_t b, uint64_t *out, const char *what)
 {
@@ -501,7 +516,8 @@ static int parse_line(struct loader *l, char *line)
 {
 	struct trace *t = l->t;
 	char *f[MAX_FIELDS];
-	char vbuf[80];
+	char vbuf[96];                  /* a source volume's name: MSR's fits whole */
+	size_t vn;
 	uint64_t ts, a, b, c;
 	int nf, op, r;
 	static const int want[TRACE__COUNT] = {
@@ -540,7 +556,7 @@ static int parse_line(struct loader *l, char *line)
 		NUM(parse_dec(f[5], &b), "Size", f[5]);
 		if ((r = mul_ok(l, ts, 100, &ts, "Timestamp")))  /* FILETIME: 100 ns ticks */
 			return r < 0 ? r : 0;
-		size_t vn = (size_t)snprintf(vbuf, sizeof(vbuf), "%.60s_%" PRIu64, f[1], c);
+		vn = (size_t)snprintf(vbuf, sizeof(vbuf), "%.60s_%" PRIu64, f[1], c);  /* < 96 */
 		return loader_add(l, ts, vbuf, vn, op, a, b);
 	}
 	case TRACE_SYSTOR: {
@@ -552,7 +568,7 @@ static int parse_line(struct loader *l, char *line)
 		NUM(parse_dec(f[5], &b), "Size", f[5]);
 		if (!*f[3])
 			return bad(l, "LUN is empty");
-		size_t vn = vol_name(f[3], vbuf, sizeof(vbuf));
+		VOL(f[3], "LUN");
 		return loader_add(l, ts, vbuf, vn, op, a, b);
 	}
 	case TRACE_TENCENT: {
@@ -566,7 +582,7 @@ static int parse_line(struct loader *l, char *line)
 			return bad(l, "VolumeID is empty");
 		if ((r = mul_ok(l, a, SECTOR, &a, "Offset")) || (r = mul_ok(l, b, SECTOR, &b, "Size")))
 			return r < 0 ? r : 0;
-		size_t vn = vol_name(f[4], vbuf, sizeof(vbuf));
+		VOL(f[4], "VolumeID");
 		return loader_add(l, ts, vbuf, vn, op, a, b);
 	}
 	case TRACE_MQSIM: {
@@ -577,7 +593,7 @@ static int parse_line(struct loader *l, char *line)
 		op = c == 0 ? OP_WRITE : c == 1 ? OP_READ : OP_OTHER;
 		if ((r = mul_ok(l, a, SECTOR, &a, "lba")) || (r = mul_ok(l, b, SECTOR, &b, "size")))
 			return r < 0 ? r : 0;
-		size_t vn = vol_name(f[1], vbuf, sizeof(vbuf));
+		VOL(f[1], "device");
 		return loader_add(l, ts, vbuf, vn, op, a, b);
 	}
 	case TRACE_ALIBABA: {
@@ -591,7 +607,7 @@ static int parse_line(struct loader *l, char *line)
 			return r < 0 ? r : 0;
 		if (!*f[0])
 			return bad(l, "device_id is empty");
-		size_t vn = vol_name(f[0], vbuf, sizeof(vbuf));
+		VOL(f[0], "device_id");
 		return loader_add(l, ts, vbuf, vn, op, a, b);
 	}
 	default:

@@ -25,6 +25,7 @@
 #include "policy.h"
 #include "replay/rstream.h"
 #include "policy_engine.h"
+#include "policy_trace.h"     /* the trace, the miniature engine (pt_sim) */
 
 /* Inspection hooks exported by policy_s3fifo.c for tests (not in policy.h). */
 int tc_repl_s3fifo_slot(struct tc_repl *r, uint32_t slot, unsigned *freq);
@@ -34,87 +35,9 @@ int tc_repl_s3fifo_check(struct tc_repl *r, uint32_t *nsmall, uint32_t *nmain,
 #define QS 0
 #define QM 1
 
-/* ---- a miniature engine: key -> slot map, fill, evict ---------------------------- */
-
-/*
- * sim - drives a policy as the engine does: a lookup in a key map; a hit touches; a
- * miss takes a free slot or a victim (unmapped by the eviction callback, as the
- * engine's can_evict() does), sets vol/line_no and inserts.  Keys are line numbers of volume 1, below @nkeys.
- */
-struct sim {
-	const struct tc_repl_ops *ops;
-	struct tc_repl *r;
-	struct tc_line *lines;
-	uint32_t nslots, used;
-	uint32_t *map;          /* [nkeys] slot or TC_SLOT_NONE */
-	uint32_t nkeys;
-	uint64_t accesses, misses;
-};
-
 static bool accept_all(void *arg, uint32_t slot)
 {
 	return true;
-}
-
-static void sim_init(struct sim *s, const struct tc_repl_ops *ops, uint32_t nslots,
-		     uint32_t nkeys)
-{
-	memset(s, 0, sizeof(*s));
-	s->ops = ops;
-	s->nslots = nslots;
-	s->nkeys = nkeys;
-	s->lines = calloc(nslots, sizeof(*s->lines));
-	s->map = malloc(sizeof(uint32_t) * nkeys);
-	assert_non_null(s->lines);
-	assert_non_null(s->map);
-	memset(s->map, 0xff, sizeof(uint32_t) * nkeys);
-	assert_int_equal(ops->create(&s->r, s->lines, nslots), 0);
-}
-
-static void sim_fini(struct sim *s)
-{
-	s->ops->destroy(s->r);
-	free(s->lines);
-	free(s->map);
-}
-
-/* sim_evict - what the engine's can_evict() does to a slot it accepts: unmaps it on
- * the spot (alloc.c), so the policy must have read the victim's key before. */
-static bool sim_evict(void *arg, uint32_t slot)
-{
-	struct sim *s = arg;
-	struct tc_line *l = &s->lines[slot];
-
-	assert_int_equal(l->vol, 1);
-	assert_int_equal(s->map[l->line_no], slot);
-	s->map[l->line_no] = TC_SLOT_NONE;
-	l->vol = 0;
-	l->line_no = 0;
-	return true;
-}
-
-/* sim_access - one access to @key; returns true on a hit. */
-static bool sim_access(struct sim *s, uint32_t key)
-{
-	uint32_t slot = s->map[key];
-
-	s->accesses++;
-	if (slot != TC_SLOT_NONE) {
-		s->ops->touch(s->r, slot);
-		return true;
-	}
-	s->misses++;
-	if (s->used < s->nslots) {
-		slot = s->used++;
-	} else {
-		assert_int_equal(s->ops->victim(s->r, sim_evict, s, &slot), 0);
-		assert_int_equal(s->lines[slot].vol, 0);
-	}
-	s->lines[slot].vol = 1;
-	s->lines[slot].line_no = key;
-	s->ops->insert(s->r, slot);
-	s->map[key] = slot;
-	return false;
 }
 
 /* ---- hand-made sequences --------------------------------------------------------- */
@@ -457,18 +380,18 @@ static void test_ghost_capacity(void **state)
 
 static uint32_t scan_survivors(const struct tc_repl_ops *ops)
 {
-	struct sim s;
+	struct pt_sim s;
 	uint32_t resident = 0;
 
-	sim_init(&s, ops, SCAN_SLOTS, SCAN_HOT + 2 * SCAN_SLOTS);
+	pt_sim_init(&s, ops, SCAN_SLOTS, SCAN_HOT + 2 * SCAN_SLOTS);
 	for (unsigned round = 0; round < 5; round++)
 		for (uint32_t k = 0; k < SCAN_HOT; k++)
-			assert_int_equal(sim_access(&s, k), round > 0);
+			assert_int_equal(pt_sim_access(&s, k), round > 0);
 	for (uint32_t k = SCAN_HOT; k < SCAN_HOT + 2 * SCAN_SLOTS; k++)
-		assert_false(sim_access(&s, k));
+		assert_false(pt_sim_access(&s, k));
 	for (uint32_t k = 0; k < SCAN_HOT; k++)
 		resident += s.map[k] != TC_SLOT_NONE;
-	sim_fini(&s);
+	pt_sim_fini(&s);
 	return resident;
 }
 
@@ -492,7 +415,7 @@ static void test_scan_resistance(void **state)
 #define RACE_NS 1500000000ull
 
 struct race {
-	struct sim sim;
+	struct pt_sim sim;
 	uint8_t engine_bits[RACE_SLOTS];   /* expected TC_LINE_ENGINE_MASK bits */
 	int stop;                          /* atomic */
 	uint64_t touches[RACE_TOUCHERS];
@@ -546,14 +469,14 @@ static void test_touch_concurrency(void **state)
 	struct race *rc = calloc(1, sizeof(*rc));
 	struct toucher t[RACE_TOUCHERS];
 	pthread_t th[RACE_TOUCHERS];
-	struct sim *s;
+	struct pt_sim *s;
 	uint64_t rnd = 12345, deadline, ops = 0, total_touches = 0;
 	uint32_t resident = 0, ns, nm, ng;
 	uint32_t *free_slots, nfree = 0;   /* slots invalidated, for reuse */
 
 	assert_non_null(rc);
 	s = &rc->sim;
-	sim_init(s, &tc_repl_s3fifo, RACE_SLOTS, 1u << 20);
+	pt_sim_init(s, &tc_repl_s3fifo, RACE_SLOTS, 1u << 20);
 	free_slots = malloc(sizeof(uint32_t) * RACE_SLOTS);
 	assert_non_null(free_slots);
 	for (unsigned i = 0; i < RACE_TOUCHERS; i++) {
@@ -634,7 +557,7 @@ static void test_touch_concurrency(void **state)
 		assert_int_equal(s->lines[i].flags & TC_LINE_ENGINE_MASK, rc->engine_bits[i]);
 	}
 	free(free_slots);
-	sim_fini(s);
+	pt_sim_fini(s);
 	free(rc);
 }
 
@@ -691,133 +614,25 @@ static void test_engine_write_hits(void **state)
 
 /* ---- miss ratios on a real trace ------------------------------------------------ */
 
-#ifndef TC_SOURCE_ROOT
-#error "TC_SOURCE_ROOT (the source tree's root) must be defined by the build"
-#endif
-
-#define TRACE_FILE "libcachesim/cloudPhysicsIO.vscsi.xz"
-#define TRACE_PAGES 269210u          /* distinct 4 KiB pages (traces/README.md) */
-#define TRACE_SLOTS 26921u           /* 10 % of them */
 #define LRU_REF 0.8741               /* libCacheSim, traces/README.md, 10 % */
 #define S3FIFO_REF 0.8110
 /* This implementation's own figure in the simulation above (its eviction callback
  * unmaps the victim as the engine does): pinned so behaviour changes are noticed. */
 #define S3FIFO_SELF 0.8110
 
-static uint64_t le(const uint8_t *p, unsigned n)
+static double replay(const struct tc_repl_ops *ops, const uint32_t *dense, size_t n,
+		     uint32_t npages)
 {
-	uint64_t v = 0;
-
-	for (unsigned i = n; i-- > 0;)
-		v = (v << 8) | p[i];
-	return v;
-}
-
-/* trace_path - @out = $TC_TRACES_DIR (else <source root>/traces) / TRACE_FILE; the
- * file must be readable: the repository carries it. */
-static void trace_path(char *out, size_t size)
-{
-	const char *dir = getenv("TC_TRACES_DIR");
-	int n;
-
-	if (!dir || !*dir)
-		dir = TC_SOURCE_ROOT "/traces";
-	n = snprintf(out, size, "%s/%s", dir, TRACE_FILE);
-	assert_true(n > 0 && (size_t)n < size);
-	if (access(out, R_OK))
-		fail_msg("trace %s: %s", out, strerror(errno));
-}
-
-/* read_rec - the next @len bytes of @s into @rec: true if they were all there, false at
- * the end of the data; a read error or a partial record fails the test. */
-static bool read_rec(struct rstream *s, const char *path, uint8_t *rec, size_t len)
-{
-	ssize_t got = rstream_read(s, rec, len);
-
-	if (got < 0)
-		fail_msg("trace %s: %s", path, rstream_error(s));
-	if (got != 0 && (size_t)got != len)
-		fail_msg("trace %s: a partial record of %zd bytes at the end (records are %zu)",
-			 path, got, len);
-	return got != 0;
-}
-
-struct page_trace {
-	uint32_t *pages;   /* 4 KiB page numbers in access order */
-	size_t n;
-	uint32_t max_page;
-};
-
-/* load_trace - read VSCSI v1 or v2 records (plain or compressed) and split each
- * request into the 4 KiB pages it touches. */
-static void load_trace(const char *path, struct page_trace *t)
-{
-	struct rstream *s;
-	char err[512];
-	uint8_t rec[40];
-	size_t reclen = 32, cap = 1u << 21;
-	unsigned version = 1;
-	int r = rstream_open(path, &s, err, sizeof(err));
-
-	if (r)
-		fail_msg("%s", err);
-	memset(t, 0, sizeof(*t));
-	t->pages = malloc(sizeof(uint32_t) * cap);
-	assert_non_null(t->pages);
-	if (!read_rec(s, path, rec, 32))
-		fail_msg("trace %s: empty", path);
-	if ((le(rec + 14, 2) >> 8) != 1) {
-		if ((le(rec + 2, 2) >> 8) != 2)
-			fail_msg("trace %s: the first record is neither VSCSI v1 (ver 0x%04x) nor "
-				 "v2 (ver 0x%04x)", path, (unsigned)le(rec + 14, 2),
-				 (unsigned)le(rec + 2, 2));
-		version = 2;
-		reclen = 40;
-		if (rstream_read(s, rec + 32, 8) != 8)
-			fail_msg("trace %s: the first VSCSI v2 record is cut short", path);
-	}
-	/* rec holds the first record; each turn handles one and reads the next. */
-	do {
-		uint64_t len, lbn, first, last;
-
-		if (version == 1) {
-			len = le(rec + 4, 4);
-			lbn = le(rec + 16, 8);
-		} else {
-			len = le(rec + 8, 4);
-			lbn = le(rec + 16, 8);
-		}
-		if (len == 0)
-			continue;
-		first = lbn * 512 / 4096;
-		last = (lbn * 512 + len - 1) / 4096;
-		assert_true(last < UINT32_MAX);
-		for (uint64_t p = first; p <= last; p++) {
-			if (t->n == cap) {
-				cap *= 2;
-				t->pages = realloc(t->pages, sizeof(uint32_t) * cap);
-				assert_non_null(t->pages);
-			}
-			t->pages[t->n++] = (uint32_t)p;
-			if (p > t->max_page)
-				t->max_page = (uint32_t)p;
-		}
-	} while (read_rec(s, path, rec, reclen));
-	rstream_close(s);
-}
-
-static double replay(const struct tc_repl_ops *ops, const struct page_trace *t)
-{
-	struct sim s;
+	struct pt_sim s;
 	double mr;
 
-	sim_init(&s, ops, TRACE_SLOTS, t->max_page + 1);
-	for (size_t i = 0; i < t->n; i++)
-		sim_access(&s, t->pages[i]);
+	pt_sim_init(&s, ops, TRACE_SLOTS, npages);
+	for (size_t i = 0; i < n; i++)
+		pt_sim_access(&s, dense[i]);
 	if (ops == &tc_repl_s3fifo)
 		assert_int_equal(tc_repl_s3fifo_check(s.r, NULL, NULL, NULL, NULL), 0);
 	mr = (double)s.misses / (double)s.accesses;
-	sim_fini(&s);
+	pt_sim_fini(&s);
 	return mr;
 }
 
@@ -825,32 +640,20 @@ static double replay(const struct tc_repl_ops *ops, const struct page_trace *t)
  * policies must reproduce libCacheSim's miss ratios (traces/README.md). */
 static void test_trace_miss_ratio(void **state)
 {
-	char path[PATH_MAX];
-	struct page_trace t;
-	uint8_t *seen;
-	uint32_t distinct = 0;
+	uint32_t *dense, npages;
+	size_t n;
 	double lru, s3;
 
-	trace_path(path, sizeof(path));
-	load_trace(path, &t);
-	seen = calloc((size_t)t.max_page + 1, 1);
-	assert_non_null(seen);
-	for (size_t i = 0; i < t.n; i++) {
-		distinct += !seen[t.pages[i]];
-		seen[t.pages[i]] = 1;
-	}
-	free(seen);
-	assert_int_equal(distinct, TRACE_PAGES);
-
-	lru = replay(&tc_repl_lru, &t);
-	s3 = replay(&tc_repl_s3fifo, &t);
-	print_message("%s: %zu page accesses, %u slots: miss ratio lru %.4f (ref %.4f), "
-		      "s3fifo %.4f (ref %.4f)\n", path, t.n, TRACE_SLOTS, lru, LRU_REF, s3,
+	pt_dense(&dense, &n, &npages);
+	lru = replay(&tc_repl_lru, dense, n, npages);
+	s3 = replay(&tc_repl_s3fifo, dense, n, npages);
+	print_message("%zu page accesses, %u slots: miss ratio lru %.4f (ref %.4f), "
+		      "s3fifo %.4f (ref %.4f)\n", n, TRACE_SLOTS, lru, LRU_REF, s3,
 		      S3FIFO_REF);
 	assert_true(lru > LRU_REF - 0.003 && lru < LRU_REF + 0.003);
 	assert_true(s3 > S3FIFO_REF - 0.02 && s3 < S3FIFO_REF + 0.02);
 	assert_true(s3 > S3FIFO_SELF - 0.0005 && s3 < S3FIFO_SELF + 0.0005);
-	free(t.pages);
+	free(dense);
 }
 
 /*
@@ -874,41 +677,13 @@ static void test_trace_miss_ratio(void **state)
  */
 #define ENGINE_S3FIFO_TOL 0.005
 
-static double engine_replay(unsigned repl, uint32_t lines, const uint32_t *dense, size_t n,
-			    uint32_t npages)
-{
-	struct pe e;
-	struct tc_volume_stats st;
-
-	pe_up(&e, repl, lines, npages, TC_WP_WT);
-	for (size_t i = 0; i < n; i++)
-		pe_read(&e, dense[i]);
-	tc_volume_stats(e.v, &st);
-	pe_down(&e);
-	assert_int_equal(st.read_hits + st.read_misses + st.read_partial_hits, n);
-	return (double)(st.read_misses + st.read_partial_hits) / (double)n;
-}
-
 static void test_engine_trace_miss_ratio(void **state)
 {
-	char path[PATH_MAX];
-	struct page_trace t;
-	uint32_t *id, *dense, next = 0;
+	uint32_t *dense, next;
+	size_t n;
 	double s3;
 
-	trace_path(path, sizeof(path));
-	load_trace(path, &t);
-	id = malloc(sizeof(uint32_t) * ((size_t)t.max_page + 1));
-	dense = malloc(sizeof(uint32_t) * t.n);
-	assert_non_null(id);
-	assert_non_null(dense);
-	memset(id, 0xff, sizeof(uint32_t) * ((size_t)t.max_page + 1));
-	for (size_t i = 0; i < t.n; i++) {
-		if (id[t.pages[i]] == UINT32_MAX)
-			id[t.pages[i]] = next++;
-		dense[i] = id[t.pages[i]];
-	}
-	assert_int_equal(next, TRACE_PAGES);
+	pt_dense(&dense, &n, &next);
 	if (getenv("TC_POLICY_TABLE")) {
 		/* The table of docs/policy.md: both policies at 1, 5, 10 and 20 % of the
 		 * distinct pages, rounded down as libCacheSim rounds. */
@@ -920,17 +695,15 @@ static void test_engine_trace_miss_ratio(void **state)
 
 				print_message("table: %s %u%% (%u lines): page miss ratio %.4f\n",
 					      tc_replacement_name(repl), pct[k], lines,
-					      engine_replay(repl, lines, dense, t.n, next));
+					      pt_engine_replay(repl, lines, dense, n, next));
 			}
 	}
-	s3 = engine_replay(TC_REPL_S3FIFO, TRACE_SLOTS, dense, t.n, next);
+	s3 = pt_engine_replay(TC_REPL_S3FIFO, TRACE_SLOTS, dense, n, next);
 	print_message("engine, %zu page reads, %u lines of 4 KiB: miss ratio s3fifo %.4f "
-		      "(libCacheSim %.4f, tolerance %.3f)\n", t.n, TRACE_SLOTS, s3, S3FIFO_REF,
+		      "(libCacheSim %.4f, tolerance %.3f)\n", n, TRACE_SLOTS, s3, S3FIFO_REF,
 		      ENGINE_S3FIFO_TOL);
 	assert_true(s3 > S3FIFO_REF - ENGINE_S3FIFO_TOL && s3 < S3FIFO_REF + ENGINE_S3FIFO_TOL);
-	free(id);
 	free(dense);
-	free(t.pages);
 }
 
 int main(void)
