@@ -160,7 +160,19 @@ make_volume() {
 	name=$1 hdd=$2 ssd=$3
 	shift 3
 	tc create backing "$hdd" --name "$name" --size 1G "$@" >/dev/null
-	[ -e "$ssd" ] || tc create cache "$ssd" --size 128M --line-size 64K >/dev/null
+	[ -e "$ssd" ] || tc create cache "$ssd" --unprotected-writeback --size 128M --line-size 64K >/dev/null
+}
+
+# serve_two_volumes: volumes db (write-through, backing hdd.img) and db2 (write-back,
+# hdd2.img) attached to one 128 MiB cache ssd.img in $T, served; MIB set.  Arguments
+# go to serve before the devices (more options, more devices).
+serve_two_volumes() {
+	MIB=$((1024 * 1024))
+	make_volume db hdd.img ssd.img --write-policy wt
+	make_volume db2 hdd2.img ssd.img --write-policy wb
+	tc attach --cache ssd.img --backing hdd.img --device hdd.img >/dev/null
+	tc attach --cache ssd.img --backing hdd2.img --device hdd2.img >/dev/null
+	serve "$@" ssd.img hdd.img hdd2.img
 }
 
 # ---- helpers of the client tests (fio, qemu-io, libnbd) --------------------------------

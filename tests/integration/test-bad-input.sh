@@ -60,7 +60,7 @@ expect_fail 2 "bogus" tc stats db --bogus
 expect_fail 2 "unknown command \"frobnicate\"" tc frobnicate
 expect_fail 2 '--size: "12Q" is not a size' tc create cache x.img --size 12Q
 [ ! -e x.img ] || fail "a bad --size created x.img"
-expect_fail 2 '--write-policy: "xx" is not wt, wb, wa or pt' tc set db --write-policy xx
+expect_fail 2 '--write-policy: "xx" is not wt, wb, wa, pt or instwb' tc set db --write-policy xx
 expect_fail 2 '--write-policy: "xx"' tc create backing x.img --name db --size 1G --write-policy xx
 expect_fail 2 '--write-policy: "xx"' tc attach --cache a --backing b --write-policy xx
 expect_fail 2 '--flush-rate: "fast"' tc set db --flush-rate fast
@@ -72,7 +72,7 @@ expect_fail 2 'nothing to set' tc set db
 expect_fail 2 '--line-size: "3K"' tc create cache x.img --size 64M --line-size 3K
 expect_fail 2 '--stripe-size: "3K"' tc create backing x.img --name db --size 64M --stripe-size 3K
 expect_fail 2 '--name: "bad name" is not a volume name' tc create backing x.img --name 'bad name' --size 64M
-expect_fail 2 '--replacement: "mru"' tc create cache x.img --size 64M --replacement mru
+expect_fail 2 '--replacement/--policy: "mru"' tc create cache x.img --size 64M --replacement mru
 expect_fail 2 '--threads: "0"' tc serve --threads 0 x.img
 expect_fail 2 'no DEVICE given' tc serve
 expect_fail 2 'expected one VOLUME' tc detach
@@ -103,7 +103,7 @@ rm -f small.img
 log "wrong devices"
 # Small devices: each refusal checksums every device file twice.
 tc create backing hdd.img --name db --size 64M >/dev/null
-tc create cache ssd.img --size 16M >/dev/null
+tc create cache ssd.img --unprotected-writeback --size 16M >/dev/null
 truncate -s 16M zero.img
 refused 1 'zero.img: is empty, not a tiercache' serve_try zero.img
 refused 1 '--cache hdd.img is a backing \(of volume "db"\), not a cache$' \
@@ -149,7 +149,7 @@ if command -v mkfs.ext4 >/dev/null 2>&1; then
 	refused 1 'device fs.img: holds ext4 file system; give --force' \
 		tc create backing fs.img --name fs
 	refused 1 'fs.img: holds ext4 file system, not a tiercache' serve_try fs.img
-	tc create cache fs.img --force >/dev/null || fail "create cache --force over ext4: exit $?"
+	tc create cache fs.img --unprotected-writeback --force >/dev/null || fail "create cache --force over ext4: exit $?"
 	[ "$(tc check --json fs.img | json_get - devices 0 kind)" = cache ] ||
 		fail "fs.img is not a cache after create --force"
 	rm -f fs.img
@@ -319,7 +319,7 @@ stop_server
 
 # --- a backing of another cache ---------------------------------------------------------------------
 log "a backing attached to another cache"
-tc create cache ssd2.img --size 16M >/dev/null
+tc create cache ssd2.img --unprotected-writeback --size 16M >/dev/null
 uuid=$(tc check --json ssd.img | json_get - devices 0 uuid)
 uuid2=$(tc check --json ssd2.img | json_get - devices 0 uuid)
 refused_offline 1 "backing .*hdd.img \\(volume \"db\"\\): attached to cache $uuid, not to cache $uuid2" \
@@ -360,8 +360,8 @@ stop_server
 dirty=$(tc check --json ssd.img | json_get - devices 0 volumes name=db dirty_bytes)
 [ "$dirty" -gt 0 ] || fail "no dirty data kept"
 refused 1 "device ssd.img: holds cache $uuid with .* of dirty data \\(volumes \"db\"\\).*--discard-dirty" \
-	tc create cache ssd.img --force
-tc create cache ssd.img --discard-dirty >/dev/null || fail "create cache --discard-dirty: exit $?"
+	tc create cache ssd.img --unprotected-writeback --force
+tc create cache ssd.img --unprotected-writeback --discard-dirty >/dev/null || fail "create cache --discard-dirty: exit $?"
 [ "$(tc check --json ssd.img | json_get - devices 0 uuid)" != "$uuid" ] || fail "same cache uuid"
 # The backing still names the old cache, in write-back: serving it alone is refused.
 refused 1 "its cache $uuid is not among the devices given" serve_try hdd.img
@@ -384,12 +384,12 @@ refused 1 "log $T/ssd.img: exists and is not a text file" \
 
 # --- a refused live attach leaves no device held by the server ---------------------------------------------
 log "refused live attach releases what it opened"
-tc create cache ssd3.img --size 64M >/dev/null
+tc create cache ssd3.img --unprotected-writeback --size 64M >/dev/null
 serve ssd.img
 expect_fail 1 '--cache hdd.img is a backing' ctl attach --cache hdd.img --backing hdd.img
 expect_fail 1 "attached to cache" ctl attach --cache ssd3.img --backing hdd.img
 [ "$(ctl status --json | json_get - caches | grep -c ssd3)" -eq 0 ] ||
 	fail "the server still lists ssd3.img after a refused attach"
-tc create cache ssd3.img --force >/dev/null || fail "ssd3.img still locked after a refused attach"
+tc create cache ssd3.img --unprotected-writeback --force >/dev/null || fail "ssd3.img still locked after a refused attach"
 stop_server
 log "ok"

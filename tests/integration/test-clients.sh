@@ -11,7 +11,7 @@
 need qemu-io qemu-img nbdcopy nbdinfo
 cd "$T"
 
-tc create cache ssd.img --size 64M >/dev/null
+tc create cache ssd.img --unprotected-writeback --size 64M >/dev/null
 for v in db db2; do
 	tc create backing "$v.img" --name "$v" --size 256M --write-policy wb --flush-rate low \
 		>/dev/null

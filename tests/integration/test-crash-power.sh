@@ -24,7 +24,7 @@ round() {
 		"served again on $restart devices"
 	rm -f "$T/hdd.img" "$T/ssd.img" "$T/write.log"
 	tc create backing "$T/hdd.img" --name vol --size 1G --write-policy "$policy" >/dev/null
-	tc create cache "$T/ssd.img" --size "$csize" --line-size 64K >/dev/null
+	tc create cache "$T/ssd.img" --unprotected-writeback --size "$csize" --line-size 64K >/dev/null
 	tc attach --cache "$T/ssd.img" --backing "$T/hdd.img" \
 		--device "$T/ssd.img" --device "$T/hdd.img" >/dev/null
 	serve --testing "crash:$T/ssd.img" "crash:$T/hdd.img" --seed "$seed"

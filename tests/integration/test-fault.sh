@@ -12,7 +12,7 @@
 need fio qemu-io
 cd "$T"
 
-tc create cache ssd.img --size 128M --line-size 64K >/dev/null
+tc create cache ssd.img --unprotected-writeback --size 128M --line-size 64K >/dev/null
 tc create backing hdd.img --name db --size 1G --write-policy wt >/dev/null
 tc attach --cache ssd.img --backing hdd.img --device ssd.img --device hdd.img >/dev/null
 

@@ -74,7 +74,7 @@ tc forget-cache hdd-wt.img --cache ssd.img --json >f.json || fail "forget-cache 
 [ "$(json_get f.json forgotten_cache)" = "$uuid" ] || fail "wt: $(cat f.json)"
 
 # --- the checksum setting is stored on the cache ---------------------------------------------
-tc create cache ssd-nocsum.img --size 64M --checksums off >/dev/null
+tc create cache ssd-nocsum.img --unprotected-writeback --size 64M --checksums off >/dev/null
 [ "$(tc check --json ssd-nocsum.img | json_get - devices 0 checksums)" = False ] ||
 	fail "create cache --checksums off: check says $(tc check --json ssd-nocsum.img)"
 [ "$(tc check --json ssd.img | json_get - devices 0 checksums)" = True ] ||

@@ -13,24 +13,29 @@ cd "$T"
 
 REMOTE_SOCK=$T/remote.sock
 REMOTE_PID=
-# remote_start [FILTER-ARGS...]: nbdkit serving $T/remote.img on $REMOTE_SOCK.
+# remote_start FILTER [PARAM...]: nbdkit serving $T/remote.img on $REMOTE_SOCK through
+# nbdkit's filter FILTER with its PARAMs (key=value, given after the plugin, as nbdkit
+# wants them).
 remote_start() {
-	nbdkit -f -U "$REMOTE_SOCK" -P "$T/remote.pid" "$@" file "$T/remote.img" \
-		2>"$T/remote.log" &
+	_filter=$1
+	shift
+	nbdkit -f -U "$REMOTE_SOCK" -P "$T/remote.pid" --filter="$_filter" \
+		file "$T/remote.img" "$@" 2>"$T/remote.log" &
 	REMOTE_PID=$!
 	wait_until 20 test -s "$T/remote.pid"
 }
 remote_stop() {
 	[ -n "$REMOTE_PID" ] || return 0
-	kill -TERM "$REMOTE_PID" 2>/dev/null || true
+	kill -KILL "$REMOTE_PID" 2>/dev/null || true   # the far-away disk dies
 	wait "$REMOTE_PID" 2>/dev/null || true
 	REMOTE_PID=
 	rm -f "$T/remote.pid"
 }
-trap 'remote_stop; cleanup' EXIT
+with_status() { return "$1"; }
+trap '_rc=$?; remote_stop; with_status $_rc; cleanup' EXIT
 
 truncate -s 256M remote.img
-remote_start --filter=delay rdelay=2ms wdelay=2ms
+remote_start delay rdelay=2ms wdelay=2ms
 R="nbd:nbd+unix:///?socket=$REMOTE_SOCK"
 
 # Bad input first: a size for a remote device, a server that is not there.
@@ -38,7 +43,7 @@ expect_fail 2 "is remote; its size is the server's" tc create backing "$R" --nam
 expect_fail 1 "cannot connect" \
 	tc create backing "nbd:nbd+unix:///?socket=$T/nobody.sock" --name db
 
-tc create cache ssd.img --size 64M >/dev/null
+tc create cache ssd.img --unprotected-writeback --size 64M >/dev/null
 tc create backing "$R" --name db --write-policy wb --flush-rate low >/dev/null ||
 	fail "create backing on $R"
 tc attach --cache ssd.img --backing "$R" --device "$R" >/dev/null ||
@@ -62,15 +67,21 @@ ctl detach db >/dev/null || fail "detach db"
 [ "$(status_get db state)" = uncached ] || fail "db not uncached after detach"
 stop_server
 
-# The remote disk holds every block now: verify through nbdkit alone (the volume's
-# data starts 1 MiB into the backing, after its superblock).
+# The remote disk holds every block now: verify through nbdkit alone.  The volume's
+# data starts 1 MiB into the backing, after its superblock, and fio's block headers
+# name the volume's offsets, so a read-only nbdkit with the offset filter shows the
+# file from 1 MiB on as the volume saw it.
+nbdkit -r -U "$T/direct.sock" -P "$T/direct.pid" --filter=offset file "$T/remote.img" \
+	offset=1M 2>"$T/direct-nbdkit.log"
+wait_until 20 test -s "$T/direct.pid"
 set +e
-fio --name=v --ioengine=nbd --uri="nbd+unix:///?socket=$REMOTE_SOCK" \
-	--verify_state_save=0 --offset=1m --size=16m --rw=randrw --rwmixread=30 --bs=4k \
+fio --name=v --ioengine=nbd --uri="nbd+unix:///?socket=$T/direct.sock" \
+	--verify_state_save=0 --offset=0 --size=16m --rw=randrw --rwmixread=30 --bs=4k \
 	--iodepth=16 --verify=crc32c --verify_fatal=1 --randrepeat=1 --randseed=99 \
 	--verify_only=1 >direct.log 2>&1
 rc=$?
 set -e
+kill -TERM "$(cat "$T/direct.pid")" 2>/dev/null || true
 [ "$rc" -eq 0 ] && ! grep -Eqi 'verify: bad|bad magic|crc32c: verify failed' direct.log ||
 	{ tail -n 20 direct.log >&2; fail "the remote disk after detach: fio verify (exit $rc)"; }
 

@@ -9,7 +9,7 @@
 need fio qemu-io
 cd "$T"
 
-tc create cache ssd.img --size 128M >/dev/null
+tc create cache ssd.img --unprotected-writeback --size 128M >/dev/null
 tc create backing hdd.img --name db --size 512M >/dev/null
 tc attach --cache ssd.img --backing hdd.img --write-policy wb --flush-rate low \
 	--device hdd.img >/dev/null

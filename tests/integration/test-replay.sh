@@ -63,6 +63,10 @@ check "$T/cp.json" '.page_hit_ratio > 0 and .page_hit_ratio < 1 and
 check "$T/cp.json" '.config.mode == "library" and .config.driving == "timed"' "config"
 check "$T/cp.json" '.cache.promotions > 0 and .cache_device.bytes_written > 0 and
 	.backing_device.bytes_read > 0' "engine and device counters"
+# SSD endurance: cache-device bytes written per host byte
+check "$T/cp.json" '.ssd_bytes_per_host_byte > 0 and
+	(.ssd_bytes_per_host_byte - .cache_device.bytes_written / (.read_bytes + .write_bytes)
+	 | fabs) < 1e-9' "ssd bytes per host byte"
 [ -z "$(ls -A "$WORK")" ] || fail "temporary files left in $WORK: $(ls -A "$WORK")"
 
 # Deterministic: the same seed gives the same figures.
@@ -72,6 +76,24 @@ tc replay "$CP" --format vscsi --limit 10000 --warmup 7000 --tmpdir "$WORK" --js
 [ "$(jq -c '[.hit_ratio, .byte_hit_ratio, .latency_us.p99, .cache.evictions]' "$T/cp.json")" = \
   "$(jq -c '[.hit_ratio, .byte_hit_ratio, .latency_us.p99, .cache.evictions]' "$T/cp2.json")" ] ||
 	fail "two replays with the same seed differ"
+
+# --as-reads with each replacement policy: every request a read, nothing written to
+# the backing, the policy named in the config; an unknown name is refused.
+log "--as-reads, every replacement policy"
+for p in lru s3fifo arc 2q sieve wtinylfu lirs wtinylfu-hc; do
+	tc replay "$CP" -f vscsi --limit 3000 --as-reads --policy $p --line-size 4K \
+		--admission always --seq-cutoff 0 --devices file --queue-depth 1 \
+		--tmpdir "$WORK" --json >"$T/ar.json" 2>"$T/ar.err" ||
+		fail "--as-reads --policy $p: exit $?: $(cat "$T/ar.err")"
+	check "$T/ar.json" ".requests == 3000 and .reads == 3000 and .writes == 0 and
+		.cache.write_pages == 0 and .backing_device.bytes_written == 0 and
+		.config.replacement == \"$p\" and .page_miss_ratio > 0 and .page_miss_ratio < 1" \
+		"--as-reads --policy $p"
+done
+rc=0
+tc replay "$CP" -f vscsi --limit 10 --policy clock --tmpdir "$WORK" >/dev/null 2>"$T/ar.err" || rc=$?
+[ "$rc" = 2 ] && grep -q '"clock" is not s3fifo, lru, arc, 2q, sieve, wtinylfu, lirs or wtinylfu-hc' "$T/ar.err" ||
+	fail "--policy clock: exit $rc: $(cat "$T/ar.err")"
 
 # Closed loop, table output.
 log "closed loop, table"

@@ -7,7 +7,7 @@
 . "$(dirname "$0")/lib.sh"
 cd "$T"
 
-tc create cache ssd.img --size 64M >/dev/null
+tc create cache ssd.img --unprotected-writeback --size 64M >/dev/null
 tc create backing hdd.img --name db --size 256M >/dev/null
 tc create backing hdd2.img --name db2 --size 64M >/dev/null
 tc attach --cache ssd.img --backing hdd.img --write-policy wb --device hdd.img >/dev/null

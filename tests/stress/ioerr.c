@@ -184,6 +184,7 @@ static bool open_all(struct iorun *r, bool format)
 	tc_cache_opts_default(&opts);
 	opts.line_size = LINE_SIZE;
 	opts.replacement = TC_REPL_LRU;
+	opts.unprotected_writeback = true;
 	tc_volume_settings_default(&set);
 	set.write_policy = r->c->write_policy;
 	set.read_cache = true;

@@ -61,6 +61,9 @@ struct stress_config {
 	unsigned ops;
 	bool verbose;
 	bool trace;                     /* log every request and event to stderr */
+	bool arrays;                    /* --arrays: every backing is an array */
+	bool write_hole;                /* --write-hole: power cuts of degraded parity arrays
+	                                 * and member loss after a cut, without resync */
 	const char *tmpdir;
 	_Atomic uint64_t current_seed;
 };
@@ -90,9 +93,22 @@ static uint64_t rnd_below(uint64_t *state, uint64_t n)
 	return n ? rnd(state) % n : 0;
 }
 
+/* --arrays: the array behind a volume (members and spares are crash devices). */
+#define MAX_MEMBERS 8
+#define MAX_ARRAY_DEVS 14       /* members, spares at creation, devices added later */
+
+struct array_setup {
+	enum tc_raid_level_id level;
+	unsigned members, spares, copies;
+	uint32_t chunk;                         /* bytes */
+	uint64_t member_size;                   /* bytes of array data on every member */
+	struct tc_array_rebuild_opts rate;
+};
+
 struct vol_setup {
 	uint64_t size;                          /* bytes */
 	struct tc_volume_settings set;          /* at format time */
+	struct array_setup arr;                 /* --arrays */
 };
 
 struct seed_setup {
@@ -107,7 +123,7 @@ struct seed_setup {
 static void random_settings(uint64_t *rng, struct tc_volume_settings *s)
 {
 	static const uint8_t policies[10] = {
-		TC_WP_WB, TC_WP_WB, TC_WP_WB, TC_WP_WB, TC_WP_WT,
+		TC_WP_WB, TC_WP_WB, TC_WP_WB, TC_WP_INSTWB, TC_WP_WT,
 		TC_WP_WT, TC_WP_WT, TC_WP_WA, TC_WP_WA, TC_WP_PT,
 	};
 
@@ -121,6 +137,77 @@ static void random_settings(uint64_t *rng, struct tc_volume_settings *s)
 	s->seq_cutoff = rnd_below(rng, 2) ? 256 * 1024 : 0;
 }
 
+static const char *level_name(const struct array_setup *a)
+{
+	const char *n = tc_raid_level_name(a->level);
+
+	return n ? n : "?";
+}
+
+static unsigned level_parity(enum tc_raid_level_id level)
+{
+	return level == TC_RAID6 ? 2 : level == TC_RAID5 ? 1 : 0;
+}
+
+/* The array's size for @a (array.c: whole chunks of the smallest member times the data
+ * members; RAID 10 near layout: member chunks x members / copies). */
+static uint64_t array_size(const struct array_setup *a)
+{
+	uint64_t chunks = a->member_size / a->chunk;
+
+	switch (a->level) {
+	case TC_RAID0: return a->member_size * a->members;
+	case TC_RAID1: return a->member_size;
+	case TC_RAID10: return chunks * a->members / a->copies * a->chunk;
+	default: return a->member_size * (a->members - level_parity(a->level));
+	}
+}
+
+/* A random level and geometry: small chunks, 2-8 members (the level's minimum at
+ * least), 0-2 hot spares, member size so that the array holds about @want bytes of
+ * volume data, and random rebuild rates (md's floor under load, or faster). */
+static void random_array(uint64_t *rng, uint64_t want, struct array_setup *a)
+{
+	static const enum tc_raid_level_id levels[8] = {
+		TC_RAID0, TC_RAID1, TC_RAID10, TC_RAID10, TC_RAID5, TC_RAID5, TC_RAID6, TC_RAID6,
+	};
+	static const uint32_t chunks[4] = { 4096, 8192, 16384, 65536 };
+	static const unsigned prio[3] = { 0, 50, 100 };
+	uint64_t data_per_member, total = TC_BACKING_DATA_OFFSET + want;
+
+	memset(a, 0, sizeof(*a));
+	a->level = levels[rnd_below(rng, 8)];
+	a->chunk = chunks[rnd_below(rng, 4)];
+	switch (a->level) {
+	case TC_RAID0: a->members = 2 + (unsigned)rnd_below(rng, 5); break;
+	case TC_RAID1: a->members = 2 + (unsigned)rnd_below(rng, 2); break;
+	case TC_RAID10:
+		a->copies = 2 + (rnd_below(rng, 4) == 0);
+		a->members = a->copies + (unsigned)rnd_below(rng, MAX_MEMBERS - a->copies + 1);
+		break;
+	case TC_RAID5: a->members = 3 + (unsigned)rnd_below(rng, MAX_MEMBERS - 2); break;
+	default: a->members = 4 + (unsigned)rnd_below(rng, MAX_MEMBERS - 3); break;
+	}
+	a->spares = a->level == TC_RAID0 ? 0 : (unsigned)rnd_below(rng, 3);
+	data_per_member = a->level == TC_RAID1 ? total
+		: a->level == TC_RAID10 ? total * a->copies / a->members
+		: a->level == TC_RAID0 ? total / a->members
+		: total / (a->members - level_parity(a->level));
+	a->member_size = (data_per_member + a->chunk - 1) / a->chunk * a->chunk + a->chunk;
+	a->rate.min_rate = rnd_below(rng, 2) ? 0 : 20000000;
+	a->rate.max_rate = rnd_below(rng, 3) ? 0 : UINT64_MAX;
+	a->rate.priority = prio[rnd_below(rng, 3)];
+	a->rate.depth = 1 + (unsigned)rnd_below(rng, 8);
+}
+
+/* Instant write-back needs a backing with a full stripe: on an array without parity
+ * (whose io_opt is no stripe the engine can fill) it is refused, so write-back it is. */
+static void fit_settings(const struct vol_setup *vs, struct tc_volume_settings *s)
+{
+	if (config.arrays && !level_parity(vs->arr.level) && s->write_policy == TC_WP_INSTWB)
+		s->write_policy = TC_WP_WB;
+}
+
 static void make_setup(uint64_t seed, struct seed_setup *su)
 {
 	static const uint32_t line_sizes[3] = { 4096, 16384, 65536 };
@@ -132,6 +219,7 @@ static void make_setup(uint64_t seed, struct seed_setup *su)
 	tc_cache_opts_default(&su->opts);
 	su->opts.line_size = line_sizes[rnd_below(&rng, 3)];
 	su->opts.replacement = rnd_below(&rng, 2) ? TC_REPL_S3FIFO : TC_REPL_LRU;
+	su->opts.unprotected_writeback = true;
 	su->opts.dirty_low_pct = (uint8_t)(10 + rnd_below(&rng, 41));
 	su->opts.dirty_high_pct = (uint8_t)(su->opts.dirty_low_pct + 10 +
 					    rnd_below(&rng, 91 - su->opts.dirty_low_pct));
@@ -139,6 +227,15 @@ static void make_setup(uint64_t seed, struct seed_setup *su)
 	for (unsigned v = 0; v < su->nvol; v++) {
 		su->vol[v].size = (2u << 20) + rnd_below(&rng, (6u << 20) / 4096 + 1) * 4096;
 		random_settings(&rng, &su->vol[v].set);
+		if (config.arrays) {
+			/* From a generator of its own: the rest of the setup stays that of
+			 * the seed without --arrays. */
+			uint64_t arng = mix64(seed ^ (0x4152524159000000ull + v));
+
+			random_array(&arng, su->vol[v].size, &su->vol[v].arr);
+			su->vol[v].size = array_size(&su->vol[v].arr) - TC_BACKING_DATA_OFFSET;
+			fit_settings(&su->vol[v], &su->vol[v].set);
+		}
 		total += su->vol[v].size;
 	}
 	/* Small enough to evict: at most half of what the volumes hold. */
@@ -200,6 +297,9 @@ struct counts {
 	uint64_t reads, writes, zeroes, discards, flushes, fua;
 	uint64_t settings, flush_dirty, power_cuts, restarts;
 	uint64_t sectors_verified;
+	/* --arrays */
+	uint64_t member_failures, double_failures, spares_added, replaces, removes;
+	uint64_t checks, resyncs, rebuilds_resumed, cuts_deferred;
 	/* Engine counters summed over every generation: does the run reach the paths? */
 	uint64_t read_hits, promotions, evictions, writeback_bytes, bypassed;
 };
@@ -214,6 +314,16 @@ struct run {
 	char dir[PATH_MAX - 32];        /* room for "/cache.img" in the paths below */
 	char cache_path[PATH_MAX];
 	char vol_path[MAX_VOLUMES][PATH_MAX];
+	/* --arrays: every member and spare file of volume v's array, in the order they
+	 * were made; mdev the devices open now (NULL: never opened, or closed by the
+	 * array: removed, or left out at assembly). */
+	char mpath[MAX_VOLUMES][MAX_ARRAY_DEVS][PATH_MAX];
+	unsigned ndevs[MAX_VOLUMES];
+	tc_dev *mdev[MAX_VOLUMES][MAX_ARRAY_DEVS];
+	bool resync[MAX_VOLUMES];       /* a power cut since the array was last whole */
+	bool checking[MAX_VOLUMES];     /* a check started by the op loop */
+	bool lose_member[MAX_VOLUMES];  /* --write-hole: fail a member after assembly */
+	bool cut;                       /* power is off: completions are dropped */
 
 	tc_ctx *ctx;
 	tc_dev *cache_dev;
@@ -237,6 +347,11 @@ static void run_log(void *opaque, enum tc_log_level level, const char *msg)
 	struct run *r = opaque;
 	static const char *names[] = { "error", "warn", "info", "debug" };
 
+	if (config.trace)
+		fprintf(stderr, "op %u gen %u: log %s: %s\n", r->op, r->generation,
+			names[level & 3], msg);
+	if (level > TC_LOG_WARN)
+		return;
 	report_log(&r->rep, "[gen %u %s] %s", r->generation, names[level & 3], msg);
 }
 
@@ -293,10 +408,21 @@ static void print_failure(const struct run *r)
 		printf("  volume %u: size=%" PRIu64 " formatted %s\n", v, su->vol[v].size, s);
 		settings_str(&r->set[v], s, sizeof(s));
 		printf("  volume %u: now %s\n", v, s);
+		if (config.arrays) {
+			const struct array_setup *a = &su->vol[v].arr;
+
+			printf("  volume %u: on %s of %u members (copies %u), chunk %" PRIu32
+			       ", %u spares, member size %" PRIu64 ", rebuild min %" PRIu64
+			       " max %" PRIu64 " priority %u depth %u\n", v, level_name(a),
+			       a->members, a->copies, a->chunk, a->spares, a->member_size,
+			       a->rate.min_rate, a->rate.max_rate, a->rate.priority,
+			       a->rate.depth);
+		}
 	}
 	report_print_log(&r->rep);
-	printf("  replay: tc-stress --seed %" PRIu64 " --count 1 --ops %u\n", su->seed,
-	       config.ops);
+	printf("  replay: tc-stress --seed %" PRIu64 " --count 1 --ops %u%s%s\n", su->seed,
+	       config.ops, config.arrays ? " --arrays" : "",
+	       config.write_hole ? " --write-hole" : "");
 	fflush(stdout);
 }
 
@@ -367,6 +493,13 @@ static void req_done(struct tc_io *io, int result)
 
 	if (q->kind == REQ_FREE) {
 		fail(r, "a request completed twice (io %p)", (void *)io);
+		return;
+	}
+	if (r->cut) {
+		/* Failing after the power cut: in flight at the crash, as for the
+		 * requests drop_inflight() forgets. */
+		q->kind = REQ_FREE;
+		r->inflight--;
 		return;
 	}
 	trace(r, "done %s vol %u sectors %" PRIu64 "+%" PRIu64 "%s: %d", kind_name(q->kind),
@@ -584,6 +717,7 @@ static void change_settings(struct run *r)
 	int ret;
 
 	random_settings(&r->rng, &s);
+	fit_settings(&r->su->vol[v], &s);
 	r->n.settings++;
 	settings_str(&s, want, sizeof(want));
 	trace(r, "tc_volume_set vol %u: %s", v, want);
@@ -644,6 +778,363 @@ static void flush_dirty(struct run *r)
 }
 
 /* ------------------------------------------------------------------------------------
+ * --arrays: every volume's backing is an array with member superblocks over crash
+ * devices (one file each), created at format and assembled from its member and spare
+ * files at every restart, so that a member failed before a power cut must be refused
+ * as stale (invariant 7).  Member failures (two at once on RAID 6), hot spares added,
+ * replaces, removals and checks come from the op loop; rebuilds run on the
+ * deterministic context while the requests go on.
+ *
+ * No array resyncs itself after a crash yet (md does, over the whole array or over its
+ * write-intent bitmap): until it does, an interrupted stripe update leaves parity (or
+ * copies) disagreeing with the data, and a member lost later rebuilds wrong data for
+ * chunks nobody wrote (the write hole), or a mirror returns one copy and then the
+ * other.  So after a power cut the test does what md's start would: it waits for a
+ * rebuild to end and runs a repair pass (tc_array_check with repair) before the cache
+ * reads anything, and it cuts the power only while every parity array is whole and
+ * every mirror either whole or rebuilding onto a spare (otherwise it restarts cleanly
+ * instead).  --write-hole lifts both rules and loses a member right after every cut:
+ * the write-hole case, which fails until the array closes the write hole.
+ */
+
+/* Whether device @i of volume @v's array is one that tc_array_status @st lists. */
+static bool array_lists(const struct run *r, unsigned v, unsigned i,
+			const struct tc_array_status *st)
+{
+	char name[PATH_MAX + 8];
+
+	snprintf(name, sizeof(name), "crash:%s", r->mpath[v][i]);
+	for (unsigned m = 0; m < st->members; m++)
+		if ((st->member[m].name && !strcmp(st->member[m].name, name)) ||
+		    (st->member[m].replacing && !strcmp(st->member[m].replacing, name)))
+			return true;
+	for (unsigned e = 0; e < st->nextra; e++)
+		if (st->extra[e].name && !strcmp(st->extra[e].name, name))
+			return true;
+	return false;
+}
+
+/* Forgets the devices the array closed (removed, or left out at assembly). */
+static void array_forget_closed(struct run *r, unsigned v)
+{
+	struct tc_array_status st;
+
+	if (tc_array_status(r->vol_dev[v], &st) != 0)
+		return;
+	for (unsigned i = 0; i < r->ndevs[v]; i++)
+		if (r->mdev[v][i] && !array_lists(r, v, i, &st)) {
+			trace(r, "array %u: %s closed by the array", v, r->mpath[v][i]);
+			r->mdev[v][i] = NULL;
+		}
+}
+
+/* Device @i of volume @v's array: the crash device over its file (made with
+ * TC_DEV_CREATE in @flags), seeded by seed, generation and place. */
+static int array_open_file(struct run *r, unsigned v, unsigned i, unsigned flags,
+			   tc_dev **out)
+{
+	int ret = tc_dev_new_crash(r->ctx, r->mpath[v][i], flags,
+				   TC_ARRAY_DATA_OFFSET + r->su->vol[v].arr.member_size,
+				   mix64(r->su->seed * 7919 + r->generation * 131 + v * 17 + i),
+				   out);
+
+	if (ret)
+		fail(r, "tc_dev_new_crash(%s) returned %d", r->mpath[v][i], ret);
+	return ret;
+}
+
+/* A new member or spare file for volume @v's array: its index, or -1 when there is no
+ * room for another (then nothing is opened). */
+static int array_new_device(struct run *r, unsigned v, tc_dev **out)
+{
+	unsigned i = r->ndevs[v];
+
+	if (i >= MAX_ARRAY_DEVS)
+		return -1;
+	snprintf(r->mpath[v][i], sizeof(r->mpath[v][i]), "%s/vol%u-dev%u.img", r->dir, v, i);
+	if (array_open_file(r, v, i, TC_DEV_CREATE, out))
+		return -1;
+	r->ndevs[v]++;
+	return (int)i;
+}
+
+/* After a power cut (default mode): md's resync at start, as the test's own step
+ * (see above): the rebuild ends, then a repair pass makes parity and copies agree. */
+static void array_resync(struct run *r, unsigned v)
+{
+	struct tc_array_status st;
+	int ret;
+
+	if (!r->resync[v] || r->su->vol[v].arr.level == TC_RAID0) {
+		r->resync[v] = false;
+		return;
+	}
+	ret = tc_array_wait(r->vol_dev[v]);
+	if (ret == 0)
+		ret = tc_array_status(r->vol_dev[v], &st);
+	if (ret == 0 && (st.degraded || st.failed))
+		return;         /* not whole yet: resync once it is */
+	if (ret == 0)
+		ret = tc_array_check(r->vol_dev[v], true);
+	if (ret == 0)
+		ret = tc_array_wait(r->vol_dev[v]);
+	if (ret != 0) {
+		fail(r, "array %u: resync after the power cut: %d (%s)", v, ret, strerror(-ret));
+		return;
+	}
+	r->resync[v] = false;
+	r->n.resyncs++;
+}
+
+/* Volume @v's array: created (@format) or assembled from every file it ever had. */
+static bool open_array(struct run *r, unsigned v, bool format)
+{
+	const struct array_setup *as = &r->su->vol[v].arr;
+	struct tc_array_opts ao = { .level = as->level, .chunk = as->chunk,
+				    .copies = as->copies };
+	struct tc_array_status st;
+	struct tc_array_identity id;
+	tc_dev *devs[MAX_ARRAY_DEVS];
+	unsigned flags = format ? TC_DEV_CREATE : 0, n;
+	char name[16];
+	int ret;
+
+	if (format) {
+		r->ndevs[v] = as->members + as->spares;
+		for (unsigned i = 0; i < r->ndevs[v]; i++)
+			snprintf(r->mpath[v][i], sizeof(r->mpath[v][i]), "%s/vol%u-dev%u.img",
+				 r->dir, v, i);
+	}
+	n = r->ndevs[v];
+	for (unsigned i = 0; i < n; i++) {
+		if (array_open_file(r, v, i, flags, &devs[i])) {
+			while (i--)
+				tc_dev_close(devs[i]);
+			return false;
+		}
+		r->mdev[v][i] = devs[i];        /* the calls below may clear devs[] */
+	}
+	snprintf(name, sizeof(name), "arr%u", v);
+	if (format)
+		/* New sparse files read as zeros: parity and copies agree already. */
+		ret = tc_array_create(r->ctx, name, &ao, devs, as->members, devs + as->members,
+				      as->spares, TC_ARRAY_ASSUME_CLEAN, &r->vol_dev[v]);
+	else
+		ret = tc_array_assemble(r->ctx, devs, n,
+					config.write_hole ? TC_ARRAY_FORCE : 0, &r->vol_dev[v]);
+	if (ret) {
+		fail(r, "array %u (%s): %s returned %d (%s)", v, level_name(as),
+		     format ? "tc_array_create" : "tc_array_assemble", ret, strerror(-ret));
+		r->vol_dev[v] = NULL;
+		for (unsigned i = 0; i < n; i++)
+			r->mdev[v][i] = NULL;
+		return false;
+	}
+	array_forget_closed(r, v);
+	ret = as->level == TC_RAID0 ? 0 : tc_array_set_rebuild(r->vol_dev[v], &as->rate);
+	if (ret == 0)
+		ret = tc_array_status(r->vol_dev[v], &st);
+	if (ret == 0)
+		ret = tc_array_identity(r->vol_dev[v], &id);
+	if (ret != 0) {
+		fail(r, "array %u: rebuild rates, status or identity: %d", v, ret);
+		return false;
+	}
+	if (st.size != array_size(as)) {
+		fail(r, "array %u (%s, %u members, chunk %" PRIu32 "): size %" PRIu64
+		     ", the layout gives %" PRIu64, v, level_name(as), as->members, as->chunk,
+		     st.size, array_size(as));
+		return false;
+	}
+	if (!format && st.sync == TC_ARRAY_SYNC_REBUILD && id.rebuild_pos > 0) {
+		/* Resumed from its checkpoint, never from further back. */
+		r->n.rebuilds_resumed++;
+		if (st.sync_pos < id.rebuild_pos) {
+			fail(r, "array %u: rebuild resumed at %" PRIu64 ", below its checkpoint %"
+			     PRIu64, v, st.sync_pos, id.rebuild_pos);
+			return false;
+		}
+	}
+	if (r->lose_member[v] && st.redundancy >= 1) {
+		unsigned i = (unsigned)rnd_below(&r->rng, st.members);
+
+		trace(r, "write hole: array %u loses member %u after the power cut", v, i);
+		tc_array_fail_member(r->vol_dev[v], i);
+		r->n.member_failures++;
+	}
+	r->lose_member[v] = false;
+	array_resync(r, v);
+	return !r->rep.failed;
+}
+
+/* Whether a power cut now stays out of the write hole (see above). */
+static bool arrays_cut_safe(struct run *r)
+{
+	struct tc_array_status st;
+
+	for (unsigned v = 0; v < r->su->nvol; v++) {
+		bool rebuilding = false;
+
+		if (tc_array_status(r->vol_dev[v], &st) != 0)
+			return false;
+		for (unsigned m = 0; m < st.members; m++)
+			rebuilding |= st.member[m].state == TC_MEMBER_REBUILDING;
+		if (st.faulty > 0 || r->resync[v] ||
+		    (st.parity && (st.degraded || rebuilding)))
+			return false;
+	}
+	return true;
+}
+
+/* Fails a member within the redundancy left; on RAID 6 with both parities left, now
+ * and then two at once. */
+static void array_fail(struct run *r)
+{
+	unsigned v = (unsigned)rnd_below(&r->rng, r->su->nvol), nfail = 1;
+	struct tc_array_status st;
+
+	if (tc_array_status(r->vol_dev[v], &st) != 0 || st.redundancy < 1)
+		return;
+	if (st.redundancy >= 2 && rnd_below(&r->rng, 2)) {
+		nfail = 2;
+		r->n.double_failures++;
+	}
+	for (unsigned k = 0; k < nfail; k++) {
+		unsigned i = (unsigned)rnd_below(&r->rng, st.members);
+		int ret;
+
+		trace(r, "array %u: fail member %u", v, i);
+		ret = tc_array_fail_member(r->vol_dev[v], i);
+		if (ret < 0) {
+			fail(r, "tc_array_fail_member(array %u, %u) returned %d", v, i, ret);
+			return;
+		}
+		r->n.member_failures += ret == 0;
+	}
+}
+
+static void array_add_spare(struct run *r)
+{
+	unsigned v = (unsigned)rnd_below(&r->rng, r->su->nvol);
+	struct tc_array_status st;
+	tc_dev *dev;
+	int i, ret;
+
+	if (r->su->vol[v].arr.level == TC_RAID0 || tc_array_status(r->vol_dev[v], &st) ||
+	    st.nextra >= TC_ARRAY_MAX_EXTRA || (i = array_new_device(r, v, &dev)) < 0)
+		return;
+	trace(r, "array %u: add spare %s", v, r->mpath[v][i]);
+	ret = tc_array_add_spare(r->vol_dev[v], dev);
+	if (ret) {
+		fail(r, "tc_array_add_spare(array %u, %s) returned %d (%s)", v, r->mpath[v][i],
+		     ret, strerror(-ret));
+		return;
+	}
+	r->mdev[v][i] = dev;
+	r->n.spares_added++;
+}
+
+/* Replaces an active member of a whole, idle array by a new device. */
+static void array_replace(struct run *r)
+{
+	unsigned v = (unsigned)rnd_below(&r->rng, r->su->nvol), m;
+	struct tc_array_status st;
+	tc_dev *dev;
+	int i, ret;
+
+	if (r->su->vol[v].arr.level == TC_RAID0 || tc_array_status(r->vol_dev[v], &st) ||
+	    st.sync != TC_ARRAY_SYNC_IDLE || st.degraded || st.nextra >= TC_ARRAY_MAX_EXTRA)
+		return;
+	m = (unsigned)rnd_below(&r->rng, st.members);
+	if (st.member[m].state != TC_MEMBER_ACTIVE || (i = array_new_device(r, v, &dev)) < 0)
+		return;
+	trace(r, "array %u: replace member %u by %s", v, m, r->mpath[v][i]);
+	ret = tc_array_replace(r->vol_dev[v], m, dev);
+	if (ret) {
+		fail(r, "tc_array_replace(array %u, %u, %s) returned %d (%s)", v, m,
+		     r->mpath[v][i], ret, strerror(-ret));
+		return;
+	}
+	r->mdev[v][i] = dev;
+	r->n.replaces++;
+}
+
+/* Removes a spare or a retired member (faulty and taken over, replaced). */
+static void array_remove(struct run *r)
+{
+	unsigned v = (unsigned)rnd_below(&r->rng, r->su->nvol);
+	struct tc_array_status st;
+	char name[PATH_MAX + 8];
+	int ret;
+
+	if (tc_array_status(r->vol_dev[v], &st) || st.nextra == 0)
+		return;
+	snprintf(name, sizeof(name), "%s", st.extra[rnd_below(&r->rng, st.nextra)].name);
+	trace(r, "array %u: remove %s", v, name);
+	ret = tc_array_remove(r->vol_dev[v], name);
+	if (ret == -EBUSY)
+		return;         /* requests in flight: documented, retry later */
+	if (ret) {
+		fail(r, "tc_array_remove(array %u, %s) returned %d (%s)", v, name, ret,
+		     strerror(-ret));
+		return;
+	}
+	array_forget_closed(r, v);
+	r->n.removes++;
+}
+
+/* Starts a check (no repair) while the requests go on; finish() checks the count. */
+static void array_start_check(struct run *r)
+{
+	unsigned v = (unsigned)rnd_below(&r->rng, r->su->nvol);
+	struct tc_array_status st;
+	int ret;
+
+	if (r->su->vol[v].arr.level == TC_RAID0 || tc_array_status(r->vol_dev[v], &st) ||
+	    st.sync != TC_ARRAY_SYNC_IDLE || st.degraded)
+		return;
+	trace(r, "array %u: check", v);
+	ret = tc_array_check(r->vol_dev[v], false);
+	if (ret)
+		fail(r, "tc_array_check(array %u) returned %d (%s)", v, ret, strerror(-ret));
+	r->n.checks++;
+}
+
+/* End of a seed: every rebuild ends, and a whole array's members agree (P and Q, or
+ * the copies): the writes, the rebuilds and the resyncs kept them consistent. */
+static void arrays_final_check(struct run *r)
+{
+	for (unsigned v = 0; v < r->su->nvol && !r->rep.failed; v++) {
+		struct tc_array_status st;
+		int ret;
+
+		if (r->su->vol[v].arr.level == TC_RAID0)
+			continue;
+		ret = tc_array_wait(r->vol_dev[v]);
+		if (ret == 0)
+			ret = tc_array_status(r->vol_dev[v], &st);
+		if (ret == 0 && (st.degraded || st.failed))
+			continue;
+		if (ret == 0)
+			ret = tc_array_check(r->vol_dev[v], false);
+		if (ret == 0)
+			ret = tc_array_wait(r->vol_dev[v]);
+		if (ret == 0)
+			ret = tc_array_status(r->vol_dev[v], &st);
+		if (ret != 0) {
+			fail(r, "array %u: final check: %d (%s)", v, ret, strerror(-ret));
+			return;
+		}
+		if (st.mismatches != 0)
+			fail(r, "array %u (%s, %u members, chunk %" PRIu32 "): %" PRIu64
+			     " mismatches in the final check (%s)", v, level_name(&r->su->vol[v].arr),
+			     st.members, st.chunk, st.mismatches,
+			     st.parity ? "stripes whose parity disagrees with their data"
+				       : "chunks whose copies differ");
+	}
+}
+
+/* ------------------------------------------------------------------------------------
  * Bringing the whole stack up and down.
  */
 
@@ -654,6 +1145,8 @@ static void close_devices(struct run *r)
 			tc_dev_close(r->vol_dev[v]);
 		r->vol_dev[v] = NULL;
 		r->vol[v] = NULL;
+		for (unsigned i = 0; i < MAX_ARRAY_DEVS; i++)
+			r->mdev[v][i] = NULL;   /* closed with their array */
 	}
 	if (r->cache_dev)
 		tc_dev_close(r->cache_dev);
@@ -678,7 +1171,7 @@ static bool open_stack(struct run *r, bool format)
 	struct tc_ctx_opts co = {
 		.mode = TC_CTX_DETERMINISTIC,
 		.seed = mix64(su->seed * 1000003u + r->generation),
-		.log_level = TC_LOG_WARN,
+		.log_level = config.trace ? TC_LOG_INFO : TC_LOG_WARN,
 	};
 	unsigned flags = format ? TC_DEV_CREATE : 0;
 	unsigned order[MAX_VOLUMES];
@@ -690,7 +1183,7 @@ static bool open_stack(struct run *r, bool format)
 		fail(r, "tc_ctx_new returned %d", ret);
 		return false;
 	}
-	tc_ctx_set_log(r->ctx, run_log, r, TC_LOG_WARN);
+	tc_ctx_set_log(r->ctx, run_log, r, config.trace ? TC_LOG_INFO : TC_LOG_WARN);
 	ret = tc_dev_new_crash(r->ctx, r->cache_path, flags, su->cache_dev_size,
 			       mix64(co.seed + 1), &r->cache_dev);
 	if (ret) {
@@ -698,6 +1191,11 @@ static bool open_stack(struct run *r, bool format)
 		return false;
 	}
 	for (unsigned v = 0; v < su->nvol; v++) {
+		if (config.arrays) {
+			if (!open_array(r, v, format))
+				return false;
+			continue;
+		}
 		ret = tc_dev_new_crash(r->ctx, r->vol_path[v], flags,
 				       TC_BACKING_DATA_OFFSET + su->vol[v].size,
 				       mix64(co.seed + 2 + v), &r->vol_dev[v]);
@@ -714,7 +1212,11 @@ static bool open_stack(struct run *r, bool format)
 		}
 		for (unsigned v = 0; v < su->nvol; v++) {
 			snprintf(name, sizeof(name), "vol%u", v);
-			ret = tc_backing_format(r->ctx, r->vol_dev[v], name, &su->vol[v].set);
+			/* A full stripe of two lines: requests of up to three lines cover
+			 * whole ones, which instwb makes dirty at once. */
+			ret = tc_backing_format_striped(r->ctx, r->vol_dev[v], name,
+							&su->vol[v].set,
+							config.arrays ? 0 : 2 * su->opts.line_size);
 			if (ret) {
 				fail(r, "tc_backing_format(%s) returned %d (%s)", name, ret,
 				     strerror(-ret));
@@ -819,21 +1321,50 @@ static void collect_stats(struct run *r)
 	}
 }
 
+static void clean_restart(struct run *r);
+
 /* Power cut of every device with requests in flight, process death, recovery, and a
  * full check against invariant 2. */
 static void power_cut(struct run *r)
 {
 	int ret;
 
+	if (config.arrays && !config.write_hole && !arrays_cut_safe(r)) {
+		r->n.cuts_deferred++;
+		clean_restart(r);
+		return;
+	}
 	r->n.power_cuts++;
 	trace(r, "power cut with %u requests in flight", r->inflight);
 	collect_stats(r);
 	ret = tc_crash_power_cut(r->cache_dev);
-	for (unsigned v = 0; v < r->su->nvol && ret >= 0; v++)
-		ret = tc_crash_power_cut(r->vol_dev[v]);
+	for (unsigned v = 0; v < r->su->nvol && ret >= 0; v++) {
+		if (!config.arrays) {
+			ret = tc_crash_power_cut(r->vol_dev[v]);
+			continue;
+		}
+		/* Every member and spare at the same instant. */
+		array_forget_closed(r, v);
+		for (unsigned i = 0; i < r->ndevs[v] && ret >= 0; i++)
+			if (r->mdev[v][i]) {
+				trace(r, "power cut: %s", r->mpath[v][i]);
+				ret = tc_crash_power_cut(r->mdev[v][i]);
+			}
+		r->resync[v] = true;
+		r->lose_member[v] = config.write_hole;
+	}
 	if (ret < 0) {
 		fail(r, "tc_crash_power_cut returned %d", ret);
 		return;
+	}
+	if (config.arrays) {
+		/* An array's close flushes its members, which runs the context: first let
+		 * what is queued fail (the devices refuse everything now), so that no
+		 * work item points into the requests tc_cache_abandon frees. */
+		r->cut = true;
+		for (unsigned i = 0; i < 100000 && tc_ctx_poll(r->ctx, 64) > 0; i++)
+			;
+		r->cut = false;
 	}
 	tc_cache_abandon(r->cache);
 	r->cache = NULL;
@@ -890,6 +1421,8 @@ static void finish(struct run *r)
 			     ret, strerror(-ret));
 		check_no_dirty(r, v, "after the final tc_volume_flush_dirty");
 	}
+	if (config.arrays)
+		arrays_final_check(r);
 	if (r->rep.failed)
 		return;
 	tc_cache_stats(r->cache, &cs);
@@ -972,6 +1505,18 @@ static void op_loop(struct run *r)
 			power_cut(r);
 		else if (pick < 848)
 			clean_restart(r);
+		else if (!config.arrays)
+			;
+		else if (pick < 856)
+			array_fail(r);
+		else if (pick < 860)
+			array_add_spare(r);
+		else if (pick < 863)
+			array_replace(r);
+		else if (pick < 866)
+			array_remove(r);
+		else if (pick < 868)
+			array_start_check(r);
 		/* else: a pause, the cleaner and the timers get the time */
 		if (r->rep.failed)
 			break;
@@ -990,8 +1535,11 @@ static void op_loop(struct run *r)
 static void remove_files(struct run *r)
 {
 	unlink(r->cache_path);
-	for (unsigned v = 0; v < r->su->nvol; v++)
+	for (unsigned v = 0; v < r->su->nvol; v++) {
 		unlink(r->vol_path[v]);
+		for (unsigned i = 0; i < r->ndevs[v]; i++)
+			unlink(r->mpath[v][i]);
+	}
 	rmdir(r->dir);
 }
 
@@ -1016,11 +1564,17 @@ static void describe(const struct run *r, char *out, size_t len)
 	used = (size_t)snprintf(out, len, "line %u %s, %u lines; %u volume%s (",
 				su->opts.line_size, tc_replacement_name(su->opts.replacement),
 				su->lines_wanted, su->nvol, su->nvol > 1 ? "s" : "");
-	for (unsigned v = 0; v < su->nvol && used < len; v++)
+	for (unsigned v = 0; v < su->nvol && used < len; v++) {
 		used += (size_t)snprintf(out + used, len - used, "%s%" PRIu64 " KiB %s%s",
 					 v ? ", " : "", su->vol[v].size >> 10,
 					 tc_write_policy_name(su->vol[v].set.write_policy),
 					 su->vol[v].set.read_cache ? "" : " no-rc");
+		if (config.arrays && used < len)
+			used += (size_t)snprintf(out + used, len - used, " on %s x%u/%uK",
+						 level_name(&su->vol[v].arr),
+						 su->vol[v].arr.members,
+						 su->vol[v].arr.chunk >> 10);
+	}
 	if (used < len)
 		snprintf(out + used, len - used, ")");
 }
@@ -1087,6 +1641,14 @@ static bool run_seed(uint64_t seed)
 		       r->n.power_cuts, r->n.restarts, r->n.sectors_verified,
 		       r->n.read_hits, r->n.promotions, r->n.evictions,
 		       r->n.writeback_bytes >> 10, r->n.bypassed);
+		if (config.arrays)
+			printf("  arrays: %" PRIu64 " member failures (%" PRIu64 " double), %"
+			       PRIu64 " spares added, %" PRIu64 " replaces, %" PRIu64
+			       " removes, %" PRIu64 " checks, %" PRIu64 " resyncs, %" PRIu64
+			       " rebuilds resumed, %" PRIu64 " power cuts made clean restarts\n",
+			       r->n.member_failures, r->n.double_failures, r->n.spares_added,
+			       r->n.replaces, r->n.removes, r->n.checks, r->n.resyncs,
+			       r->n.rebuilds_resumed, r->n.cuts_deferred);
 		fflush(stdout);
 	}
 	free_run(r);
@@ -1142,10 +1704,18 @@ static void fatal_signal(int sig)
 
 static void usage(FILE *f)
 {
-	fprintf(f, "usage: tc-stress [--seed N] [--count K] [--ops M] [--verbose] [--trace]\n"
+	fprintf(f, "usage: tc-stress [--seed N] [--count K] [--ops M] [--arrays [--write-hole]]\n"
+		"                 [--verbose] [--trace]\n"
 		"  --seed N    first seed (default 1)\n"
 		"  --count K   seeds to run (default $TC_STRESS_COUNT or 500)\n"
 		"  --ops M     operations per seed (default 400)\n"
+		"  --arrays    every backing is an array of crash devices: random level\n"
+		"              (0, 1, 10, 5, 6), 2-8 members, 4-64 KiB chunks, hot spares;\n"
+		"              member failures, spares added, replaces, checks, rebuilds cut\n"
+		"              by power cuts and resumed at assembly\n"
+		"  --write-hole  with --arrays: also cut the power of degraded parity arrays\n"
+		"              and lose a member after every cut, without resync (the write\n"
+		"              hole: fails until the arrays close it; off by default)\n"
 		"  --verbose   one line per passing seed\n"
 		"  --trace     every request and event on stderr (to debug one seed)\n"
 		"Temporary files go under $TMPDIR (default /tmp).\n");
@@ -1197,6 +1767,10 @@ int main(int argc, char **argv)
 			config.verbose = true;
 		} else if (!strcmp(argv[i], "--trace")) {
 			config.trace = true;
+		} else if (!strcmp(argv[i], "--arrays")) {
+			config.arrays = true;
+		} else if (!strcmp(argv[i], "--write-hole")) {
+			config.write_hole = true;
 		} else if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
 			usage(stdout);
 			return 0;
@@ -1204,6 +1778,10 @@ int main(int argc, char **argv)
 			usage(stderr);
 			return 2;
 		}
+	}
+	if (config.write_hole && !config.arrays) {
+		fprintf(stderr, "tc-stress: --write-hole needs --arrays\n");
+		return 2;
 	}
 	memset(&sa, 0, sizeof(sa));
 	sa.sa_handler = watchdog;

@@ -12,6 +12,7 @@
 #define TC_TEST_HELPERS_H
 
 #include <limits.h>
+#include <pthread.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stdbool.h>
@@ -39,14 +40,18 @@ struct t_log {
 	char last[1024];
 };
 
-/* t_log_sink - a tc_log_fn: @opaque is a struct t_log. */
+/* t_log_sink - a tc_log_fn: @opaque is a struct t_log.  Background work (a rebuild,
+ * the cleaner) logs from other threads, so writers take one lock. */
 static inline void t_log_sink(void *opaque, enum tc_log_level level, const char *msg)
 {
+	static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 	struct t_log *l = opaque;
 
+	pthread_mutex_lock(&lock);
 	l->count++;
 	l->last_level = level;
 	snprintf(l->last, sizeof(l->last), "%s", msg);
+	pthread_mutex_unlock(&lock);
 }
 
 /*
@@ -129,6 +134,7 @@ static inline void t_format(tc_ctx *ctx, const char *path, uint64_t size, const 
 		struct tc_cache_opts o;
 		tc_cache_opts_default(&o);
 		o.line_size = 16384;
+		o.unprotected_writeback = true;   /* a single file: write-back by override */
 		assert_int_equal(tc_cache_format(ctx, d, &o), 0);
 	}
 	tc_dev_close(d);

@@ -54,6 +54,7 @@ static __attribute__((unused)) void pe_up(struct pe *e, unsigned repl, uint32_t 
 	tc_cache_opts_default(&co);
 	co.line_size = PE_LINE;
 	co.replacement = (uint8_t)repl;
+	co.unprotected_writeback = true;
 	tc_volume_settings_default(&set);
 	set.seq_cutoff = 0;
 	set.admission = TC_ADMIT_ALWAYS;

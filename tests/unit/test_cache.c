@@ -8,6 +8,7 @@
  */
 #include <stdarg.h>
 #include <stddef.h>
+#include <math.h>
 #include <setjmp.h>
 #include <cmocka.h>
 #include <errno.h>
@@ -120,6 +121,7 @@ static int setup(void **state)
 	e->seed = 42;
 	tc_cache_opts_default(&e->copts);
 	e->copts.line_size = 16384;
+	e->copts.unprotected_writeback = true;   /* single files: write-back by override */
 	tc_volume_settings_default(&e->set);
 	e->set.seq_cutoff = 0;
 	*state = e;
@@ -1152,6 +1154,14 @@ static void test_cache_device_counters(void **state)
 	assert_int_equal(json_u64(cd, "client_bytes_written"), 8192);
 	assert_int_equal(json_u64(cd, "writeback_bytes_read"), 8192);
 	assert_int_equal(json_u64(cd, "client_bytes_read"), 16384 + 8192);
+	{
+		json_object *wph;
+
+		assert_true(json_object_object_get_ex(cd, "bytes_written_per_host_byte", &wph));
+		assert_true(fabs(json_object_get_double(wph) -
+				 (double)(8192 + 16384) /
+					 (double)(st.bytes_read + st.bytes_written)) < 1e-9);
+	}
 	json_object_put(o);
 	free(js);
 	struct tc_cache_stats cs;

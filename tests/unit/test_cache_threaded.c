@@ -253,6 +253,7 @@ static void run(unsigned flags, uint8_t replacement)
 	tc_cache_opts_default(&co);
 	co.line_size = 16384;
 	co.replacement = replacement;
+	co.unprotected_writeback = true;
 	assert_int_equal(tc_cache_format(sh.ctx, cd, &co), 0);
 	struct tc_volume_settings set;
 	tc_volume_settings_default(&set);
@@ -322,11 +323,27 @@ static void test_threaded_buffered_lru(void **state)
 	run(TC_DEV_BUFFERED, TC_REPL_LRU);
 }
 
+/* The other policies, buffered (the faster of the two device modes): each hit path
+ * (ARC's, W-TinyLFU's and LIRS's mutex, 2Q's lock-free A1in check, SIEVE's atomic
+ * bit, the hill climber's window changes) under
+ * the same concurrent readers, writers and cleaner. */
+static void test_threaded_buffered_peers(void **state)
+{
+	(void)state;
+	run(TC_DEV_BUFFERED, TC_REPL_ARC);
+	run(TC_DEV_BUFFERED, TC_REPL_2Q);
+	run(TC_DEV_BUFFERED, TC_REPL_SIEVE);
+	run(TC_DEV_BUFFERED, TC_REPL_WTINYLFU);
+	run(TC_DEV_BUFFERED, TC_REPL_LIRS);
+	run(TC_DEV_BUFFERED, TC_REPL_WTINYLFU_HC);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_threaded_direct_s3fifo),
 		cmocka_unit_test(test_threaded_buffered_lru),
+		cmocka_unit_test(test_threaded_buffered_peers),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -154,14 +154,18 @@ struct counter {
 static void counter_done(struct tc_io *io, int result)
 {
 	struct counter *c = io->private_data;
+	/* Read before this completion is counted: once the last one is, the waiter may
+	 * return and @c (on its stack) is gone. */
+	tc_ctx *ctx = c->ctx;
+	int want = c->want;
 
-	if (pthread_equal(pthread_self(), c->submitter) && !tc_ctx_deterministic(c->ctx))
-		c->on_submitter = true;
+	if (pthread_equal(pthread_self(), c->submitter) && !tc_ctx_deterministic(ctx))
+		__atomic_store_n(&c->on_submitter, true, __ATOMIC_RELAXED);
 	if (result < 0)
 		__atomic_fetch_add(&c->errors, 1, __ATOMIC_RELAXED);
-	if (__atomic_add_fetch(&c->done, 1, __ATOMIC_ACQ_REL) == c->want) {
+	if (__atomic_add_fetch(&c->done, 1, __ATOMIC_ACQ_REL) == want) {
 		__atomic_store_n(&c->all_done, true, __ATOMIC_RELEASE);
-		tc_ctx_wake(c->ctx);
+		tc_ctx_wake(ctx);
 	}
 }
 
@@ -333,6 +337,112 @@ static void test_many_in_flight(void **state)
 	free(iov);
 }
 
+/*
+ * Completion on the waiting thread (file.c): reads and writes submitted between
+ * tc_waiter_init() and tc_waiter_wait() complete on the submitting thread, which reaps
+ * its own ring; more of them than that ring holds take the shared ring; a request that
+ * a completion callback submits while the waiter reaps goes the ordinary way (the
+ * completion thread), so a chain of I/O never keeps the waiter.  Deterministic mode
+ * runs everything on the caller's thread anyway (tc_ctx_poll).
+ */
+#define N_WINDOW 48             /* more than a thread's own ring (32) */
+
+struct here {
+	struct tc_waiter w;
+	tc_dev *dev;
+	pthread_t self;
+	int want, done, on_self, on_other, errors;
+	struct tc_io *chain_from;   /* its completion submits @chained */
+	struct tc_io chained;
+	struct iovec chained_iov;
+	bool chained_on_self;
+};
+
+static void here_done(struct tc_io *io, int result)
+{
+	struct here *h = io->private_data;
+	/* Read before this completion is counted: after the last one, the test frees @h. */
+	int want = h->want;
+
+	if (pthread_equal(pthread_self(), h->self))
+		__atomic_fetch_add(&h->on_self, 1, __ATOMIC_RELAXED);
+	else
+		__atomic_fetch_add(&h->on_other, 1, __ATOMIC_RELAXED);
+	if (result < 0)
+		__atomic_fetch_add(&h->errors, 1, __ATOMIC_RELAXED);
+	if (io == &h->chained)
+		h->chained_on_self = pthread_equal(pthread_self(), h->self);
+	if (io == h->chain_from)
+		tc_dev_submit(h->dev, &h->chained);
+	if (__atomic_add_fetch(&h->done, 1, __ATOMIC_ACQ_REL) == want)
+		tc_waiter_done(&h->w, 0);
+}
+
+static void test_completes_on_waiter(void **state)
+{
+	struct fixture *fx = *state;
+	bool threaded = !tc_ctx_deterministic(fx->ctx);
+	uint8_t *w = aligned((size_t)N_WINDOW * 4096), *r = aligned((size_t)N_WINDOW * 4096);
+	struct tc_io ios[N_WINDOW];
+	struct iovec iov[N_WINDOW];
+	struct here *h = calloc(1, sizeof(*h));
+	int i;
+
+	/* One synchronous write, then reads of it: each on this thread. */
+	fill(w, (size_t)N_WINDOW * 4096, 21);
+	h->dev = fx->dev;
+	h->self = pthread_self();
+	h->want = 1;
+	tc_waiter_init(&h->w, fx->ctx);
+	iov[0] = (struct iovec){ w, (size_t)N_WINDOW * 4096 };
+	ios[0] = (struct tc_io){ .op = TC_OP_WRITE, .offset = 1 << 20,
+				 .length = (uint64_t)N_WINDOW * 4096, .iov = &iov[0],
+				 .iovcnt = 1, .done = here_done, .private_data = h };
+	tc_dev_submit(fx->dev, &ios[0]);
+	assert_int_equal(tc_waiter_wait(&h->w), 0);
+	assert_int_equal(h->on_self, 1);
+	assert_int_equal(h->on_other, 0);
+
+	/* N_WINDOW reads in one window, plus one that the first one's completion submits
+	 * (the first is on this thread's ring: nothing else is in flight on it). */
+	memset(h, 0, sizeof(*h));
+	h->dev = fx->dev;
+	h->self = pthread_self();
+	h->want = N_WINDOW + 1;
+	h->chain_from = &ios[0];
+	h->chained_iov = (struct iovec){ r, 4096 };
+	h->chained = (struct tc_io){ .op = TC_OP_READ, .offset = 1 << 20, .length = 4096,
+				     .iov = &h->chained_iov, .iovcnt = 1, .done = here_done,
+				     .private_data = h };
+	uint8_t *first = aligned(4096);
+	tc_waiter_init(&h->w, fx->ctx);
+	for (i = 0; i < N_WINDOW; i++) {
+		iov[i] = (struct iovec){ i ? r + (size_t)i * 4096 : first, 4096 };
+		ios[i] = (struct tc_io){ .op = TC_OP_READ, .offset = (1 << 20) + (uint64_t)i * 4096,
+					 .length = 4096, .iov = &iov[i], .iovcnt = 1,
+					 .done = here_done, .private_data = h };
+		tc_dev_submit(fx->dev, &ios[i]);
+	}
+	assert_int_equal(tc_waiter_wait(&h->w), 0);
+	assert_int_equal(h->errors, 0);
+	assert_int_equal(h->done, N_WINDOW + 1);
+	assert_memory_equal(first, w, 4096);
+	assert_memory_equal(r, w, (size_t)N_WINDOW * 4096);
+	if (threaded) {
+		/* The ring's worth here, the overflow and the chained read elsewhere. */
+		assert_true(h->on_self >= 1);
+		assert_true(h->on_self < N_WINDOW);
+		assert_true(h->on_other >= 2);
+		assert_false(h->chained_on_self);
+	} else {
+		assert_int_equal(h->on_self, N_WINDOW + 1);
+	}
+	free(first);
+	free(h);
+	free(w);
+	free(r);
+}
+
 static void test_open_errors(void **state)
 {
 	struct fixture *fx = *state;
@@ -384,6 +494,8 @@ static void test_open_errors(void **state)
 						 teardown, (void *)&cfg),                  \
 	cmocka_unit_test_prestate_setup_teardown(test_many_in_flight, setup, teardown,    \
 						 (void *)&cfg),                            \
+	cmocka_unit_test_prestate_setup_teardown(test_completes_on_waiter, setup,         \
+						 teardown, (void *)&cfg),                  \
 	cmocka_unit_test_prestate_setup_teardown(test_open_errors, setup, teardown,       \
 						 (void *)&cfg)
 

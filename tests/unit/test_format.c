@@ -96,7 +96,7 @@ static void rnd_name(uint64_t *s, char name[TC_NAME_MAX])
 static void rnd_settings(uint64_t *s, struct tc_volume_settings *st)
 {
 	st->read_cache = rnd(s) & 1;
-	st->write_policy = (uint8_t)rnd_range(s, 0, 3);
+	st->write_policy = (uint8_t)rnd_range(s, 0, 4);
 	st->flush_rate = (uint8_t)rnd_range(s, 0, 2);
 	st->admission = (uint8_t)rnd_range(s, 0, 1);
 	st->fill = (uint8_t)rnd_range(s, 0, 1);
@@ -134,6 +134,7 @@ static void make_cache_sb(uint64_t *s, struct tc_cache_sb *sb, uint32_t line_siz
 	sb->clean_shutdown = rnd(s) & 1;
 	sb->commit_seq = rnd(s);
 	sb->csum_off = rnd(s) & 1;
+	sb->wb_guard = (uint8_t)rnd_range(s, 0, 2);
 	for (unsigned k = 0; k < nused; k++) {
 		struct tc_vol_rec *v = &sb->vols[used[k]];
 
@@ -300,7 +301,7 @@ static void settings_rows(struct table *t, size_t base, const char *w)
 {
 	where(ROW(t, base, tc_settings_disk, read_cache, BAD_INT, 2), w);
 	alt(where(ROW(t, base, tc_settings_disk, read_cache, BAD_INT, 255), w));
-	where(ROW(t, base, tc_settings_disk, write_policy, BAD_INT, 4), w);
+	where(ROW(t, base, tc_settings_disk, write_policy, BAD_INT, 5), w);
 	where(ROW(t, base, tc_settings_disk, flush_rate, BAD_INT, 3), w);
 	where(ROW(t, base, tc_settings_disk, admission, BAD_INT, 2), w);
 	where(ROW(t, base, tc_settings_disk, fill, BAD_INT, 2), w);
@@ -334,6 +335,16 @@ static void base_cache_sb(struct tc_cache_sb *sb)
 	make_cache_sb(&s, sb, 64 * KIB, GIB, base_used, sizeof(base_used));
 	sb->dirty_low_pct = 40;
 	sb->dirty_high_pct = 70;
+	/* Two ranges with attributes, of volumes 1 and 2 (made 1 GiB for them). */
+	sb->vols[0].size = sb->vols[1].size = GIB;
+	sb->nregions = 2;
+	sb->regions[0].vol = 1;
+	sb->regions[0].r = (struct tc_region){ .offset = 64 * KIB, .length = 1 * MIB,
+					       .kind = TC_REGION_PINNED };
+	sb->regions[1].vol = 2;
+	sb->regions[1].r = (struct tc_region){ .offset = 0, .length = 4 * KIB,
+					       .kind = TC_REGION_POLICY,
+					       .write_policy = TC_WP_WT };
 }
 
 static void cache_sb_table(const struct tc_cache_sb *sb, struct table *t)
@@ -363,7 +374,7 @@ static void cache_sb_table(const struct tc_cache_sb *sb, struct table *t)
 	alt(ROW(t, b, tc_cache_sb_disk, dev_size, BAD_INT, 0));
 	ROW(t, b, tc_cache_sb_disk, commit_interval_ms, BAD_INT, 0);
 	alt(ROW(t, b, tc_cache_sb_disk, commit_interval_ms, BAD_INT, 3600001));
-	ROW(t, b, tc_cache_sb_disk, replacement, BAD_INT, 2);
+	ROW(t, b, tc_cache_sb_disk, replacement, BAD_INT, TC_REPL_WTINYLFU_HC + 1);
 	ROW(t, b, tc_cache_sb_disk, dirty_low_pct, BAD_INT, 70);
 	alt(ROW(t, b, tc_cache_sb_disk, dirty_low_pct, BAD_INT, 255));
 	ROW(t, b, tc_cache_sb_disk, dirty_high_pct, BAD_INT, 101);
@@ -371,6 +382,7 @@ static void cache_sb_table(const struct tc_cache_sb *sb, struct table *t)
 	ROW(t, b, tc_cache_sb_disk, clean_shutdown, BAD_INT, 2);
 	ROW(t, b, tc_cache_sb_disk, commit_seq, FREE, 0);
 	ROW(t, b, tc_cache_sb_disk, csum_off, BAD_INT, 2);
+	ROW(t, b, tc_cache_sb_disk, wb_guard, BAD_INT, 3);
 	ROW(t, b, tc_cache_sb_disk, reserved, RESERVED, 0);
 	for (unsigned i = 0; i < TC_MAX_VOLUMES; i++) {
 		size_t r = offsetof(struct tc_cache_sb_disk, vols) +
@@ -385,6 +397,7 @@ static void cache_sb_table(const struct tc_cache_sb *sb, struct table *t)
 		}
 		where(ROW(t, r, tc_vol_rec_disk, id, BAD_INT, i + 2), w);
 		alt(where(ROW(t, r, tc_vol_rec_disk, id, BAD_INT, i == 0 ? 64 : 1), w));
+		where(ROW(t, r, tc_vol_rec_disk, priority, BAD_INT, 3), w);
 		where(ROW(t, r, tc_vol_rec_disk, pad, RESERVED, 0), w);
 		where(ROW(t, r, tc_vol_rec_disk, backing_uuid, BAD_ZERO, 0), w);
 		where(ROW(t, r, tc_vol_rec_disk, name, BAD_ZERO, 0), w);
@@ -393,7 +406,36 @@ static void cache_sb_table(const struct tc_cache_sb *sb, struct table *t)
 			      ((uint64_t)sb->line_size << 32) + 4096), w));
 		where(ROW(t, r, tc_vol_rec_disk, backing_gen, FREE, 0), w);
 		settings_rows(t, r + offsetof(struct tc_vol_rec_disk, settings), w);
-		where(ROW(t, r, tc_vol_rec_disk, reserved, RESERVED, 0), w);
+		where(ROW(t, r, tc_vol_rec_disk, share_reserve, BAD_INT, 0x80000000u | 101), w);
+		where(ROW(t, r, tc_vol_rec_disk, share_cap, BAD_INT, 0x80000000u | 255), w);
+	}
+	/* The range table: header, used entries, then unused ones (all zero). */
+	const size_t rt = offsetof(struct tc_cache_sb_disk, regions);
+	ROW(t, rt, tc_region_tab_disk, magic, BAD_INT, 0x12345678);
+	ROW(t, rt, tc_region_tab_disk, version, BAD_INT, 2)->bad_st = TC_FMT_BAD_VERSION;
+	ROW(t, rt, tc_region_tab_disk, count, BAD_INT, TC_REGIONS_MAX + 1);
+	ROW(t, rt, tc_region_tab_disk, reserved, RESERVED, 0);
+	for (unsigned i = 0; i < TC_REGIONS_MAX; i++) {
+		size_t e = rt + offsetof(struct tc_region_tab_disk, e) +
+			   i * sizeof(struct tc_region_disk);
+		char w[40];
+
+		snprintf(w, sizeof(w), "entry %u", i);
+		if (i >= sb->nregions) {
+			where(add(t, "entry", e, sizeof(struct tc_region_disk), BAD_ANYBYTE, 0), w);
+			continue;
+		}
+		where(ROW(t, e, tc_region_disk, vol, BAD_INT, 3), w);
+		alt(where(ROW(t, e, tc_region_disk, vol, BAD_INT, 0), w));
+		alt(where(ROW(t, e, tc_region_disk, vol, BAD_INT, TC_MAX_VOLUMES + 1), w));
+		where(ROW(t, e, tc_region_disk, kind, BAD_INT, 4), w);
+		alt(where(ROW(t, e, tc_region_disk, kind, BAD_INT, 0), w));
+		where(ROW(t, e, tc_region_disk, write_policy, BAD_INT, i ? TC_WP_INSTWB : 1), w);
+		where(ROW(t, e, tc_region_disk, pad, RESERVED, 0), w);
+		where(ROW(t, e, tc_region_disk, offset, BAD_INT, 100), w);
+		alt(where(ROW(t, e, tc_region_disk, offset, BAD_INT, GIB), w));
+		where(ROW(t, e, tc_region_disk, length, BAD_INT, 0), w);
+		alt(where(ROW(t, e, tc_region_disk, length, BAD_INT, GIB + 4 * KIB), w));
 	}
 	ROW(t, b, tc_cache_sb_disk, pad, RESERVED, 0);
 	ROW(t, b, tc_cache_sb_disk, checksum, CHECKSUM, 0);
@@ -1092,8 +1134,8 @@ static void test_settings_check(void **state)
 				 TC_FMT_BAD_FIELD);                                    \
 		assert_string_equal(why, msg);                                         \
 	} while (0)
-	BAD(write_policy, 4, "settings: write_policy 4 is not between 0 and 3");
-	BAD(write_policy, 255, "settings: write_policy 255 is not between 0 and 3");
+	BAD(write_policy, 5, "settings: write_policy 5 is not between 0 and 4");
+	BAD(write_policy, 255, "settings: write_policy 255 is not between 0 and 4");
 	BAD(flush_rate, 3, "settings: flush_rate 3 is not between 0 and 2");
 	BAD(admission, 2, "settings: admission 2 is not between 0 and 1");
 	BAD(fill, 2, "settings: fill 2 is not between 0 and 1");

@@ -15,14 +15,17 @@
 
 static void test_write_policy(void **state)
 {
-	static const char *const names[] = { "wt", "wb", "wa", "pt" };
-	static const unsigned values[] = { TC_WP_WT, TC_WP_WB, TC_WP_WA, TC_WP_PT };
+	static const char *const names[] = { "wt", "wb", "wa", "pt", "instwb" };
+	static const unsigned values[] = { TC_WP_WT, TC_WP_WB, TC_WP_WA, TC_WP_PT,
+					   TC_WP_INSTWB };
 
-	for (unsigned i = 0; i < 4; i++) {
+	for (unsigned i = 0; i < 5; i++) {
 		assert_string_equal(tc_write_policy_name(values[i]), names[i]);
 		assert_int_equal(tc_write_policy_parse(names[i]), (int)values[i]);
+		assert_int_equal(tc_write_policy_is_wb(values[i]),
+				 values[i] == TC_WP_WB || values[i] == TC_WP_INSTWB);
 	}
-	assert_string_equal(tc_write_policy_name(4), "unknown");
+	assert_string_equal(tc_write_policy_name(5), "unknown");
 	assert_string_equal(tc_write_policy_name(~0u), "unknown");
 	assert_int_equal(tc_write_policy_parse("WB"), -EINVAL);
 	assert_int_equal(tc_write_policy_parse("wb "), -EINVAL);
@@ -55,9 +58,22 @@ static void test_replacement(void **state)
 {
 	assert_string_equal(tc_replacement_name(TC_REPL_LRU), "lru");
 	assert_string_equal(tc_replacement_name(TC_REPL_S3FIFO), "s3fifo");
-	assert_string_equal(tc_replacement_name(2), "unknown");
+	assert_string_equal(tc_replacement_name(TC_REPL_ARC), "arc");
+	assert_string_equal(tc_replacement_name(TC_REPL_2Q), "2q");
+	assert_string_equal(tc_replacement_name(TC_REPL_SIEVE), "sieve");
+	assert_string_equal(tc_replacement_name(TC_REPL_WTINYLFU), "wtinylfu");
+	assert_string_equal(tc_replacement_name(TC_REPL_LIRS), "lirs");
+	assert_string_equal(tc_replacement_name(TC_REPL_WTINYLFU_HC), "wtinylfu-hc");
+	assert_string_equal(tc_replacement_name(8), "unknown");
 	assert_int_equal(tc_replacement_parse("lru"), TC_REPL_LRU);
 	assert_int_equal(tc_replacement_parse("s3fifo"), TC_REPL_S3FIFO);
+	assert_int_equal(tc_replacement_parse("arc"), TC_REPL_ARC);
+	assert_int_equal(tc_replacement_parse("2q"), TC_REPL_2Q);
+	assert_int_equal(tc_replacement_parse("sieve"), TC_REPL_SIEVE);
+	assert_int_equal(tc_replacement_parse("wtinylfu"), TC_REPL_WTINYLFU);
+	assert_int_equal(tc_replacement_parse("lirs"), TC_REPL_LIRS);
+	assert_int_equal(tc_replacement_parse("wtinylfu-hc"), TC_REPL_WTINYLFU_HC);
+	assert_int_equal(tc_replacement_parse("w-tinylfu"), -EINVAL);
 	assert_int_equal(tc_replacement_parse("s3-fifo"), -EINVAL);
 	assert_int_equal(tc_replacement_parse("LRU"), -EINVAL);
 	assert_int_equal(tc_replacement_parse(""), -EINVAL);
@@ -91,7 +107,13 @@ static void test_repl_ops_get(void **state)
 {
 	assert_ptr_equal(tc_repl_ops_get(TC_REPL_LRU), &tc_repl_lru);
 	assert_ptr_equal(tc_repl_ops_get(TC_REPL_S3FIFO), &tc_repl_s3fifo);
-	assert_null(tc_repl_ops_get(2));
+	assert_ptr_equal(tc_repl_ops_get(TC_REPL_ARC), &tc_repl_arc);
+	assert_ptr_equal(tc_repl_ops_get(TC_REPL_2Q), &tc_repl_2q);
+	assert_ptr_equal(tc_repl_ops_get(TC_REPL_SIEVE), &tc_repl_sieve);
+	assert_ptr_equal(tc_repl_ops_get(TC_REPL_WTINYLFU), &tc_repl_wtinylfu);
+	assert_ptr_equal(tc_repl_ops_get(TC_REPL_LIRS), &tc_repl_lirs);
+	assert_ptr_equal(tc_repl_ops_get(TC_REPL_WTINYLFU_HC), &tc_repl_wtinylfu_hc);
+	assert_null(tc_repl_ops_get(8));
 	assert_null(tc_repl_ops_get(~0u));
 	for (unsigned id = TC_REPL_LRU; id <= TC_REPL_S3FIFO; id++) {
 		const struct tc_repl_ops *ops = tc_repl_ops_get(id);
