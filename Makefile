@@ -2,10 +2,17 @@
 #
 #   make / make build       install missing packages, configure build/, compile
 #   make check              all tests (unit, stress, integration) in build/, then unit
-#                           and stress again under ASan+UBSan in build-asan/
+#                           and stress again under ASan+UBSan in build-asan/ (the unit
+#                           suite replays every fuzz corpus of tests/fuzz/)
 #   make stress SEED=N COUNT=K   run the stress test with a chosen seed and count
+#                           (STRESS_FLAGS=--arrays: arrays as the backings)
 #   make demo               build, then scripts/demo.sh
-#   make bench              build, then the hit-path and served-path benchmarks
+#   make bench              build, then the hit-path, served-path and pool-scenario benchmarks
+#   make soak MINUTES=N     build, then tests/soak/soak.sh: the real server, fio verify on
+#                           every volume, failures and kills for N minutes (default 10)
+#   make fuzz SECONDS=N     build the libFuzzer targets (clang, build-fuzz/) and run each
+#                           for N seconds (default 60); new inputs go to
+#                           build-fuzz/corpus-new/, crashes to build-fuzz/crashes/
 #   make clean              remove the build directories
 #
 # Meson itself does the real work; you can always use `meson setup build && ninja -C
@@ -18,6 +25,9 @@ MESON ?= meson
 NINJA ?= ninja
 SEED ?= 1
 COUNT ?= 100
+SECONDS ?= 60
+MINUTES ?= 10
+BUILD_FUZZ ?= build-fuzz
 
 # Options for the sanitizer build, and a runtime setup in which any report fails.
 ASAN_SETUP = -Db_sanitize=address,undefined -Db_lundef=false
@@ -48,7 +58,7 @@ SUMMARY = cat $(BUILD)/meson-logs/testlog.json $(BUILD_ASAN)/meson-logs/testlog.
 
 .PHONY: all build deps configure check check-normal check-asan build-asan \
 	check-tsan build-tsan \
-	stress demo bench clean
+	stress demo bench fuzz soak clean
 
 all: build
 
@@ -103,7 +113,13 @@ check-tsan: build-tsan
 		-C $(BUILD_TSAN) --suite threaded --timeout-multiplier 3
 
 stress: build
-	$(BUILD)/tests/stress/tc-stress --seed $(SEED) --count $(COUNT)
+	$(BUILD)/tests/stress/tc-stress --seed $(SEED) --count $(COUNT) $(STRESS_FLAGS)
+
+# SOAK: docs/testing.md.  SOAK_SEED=N repeats a run's random choices.
+soak: build
+	TIERCACHE=$(BUILD)/src/cli/tiercache \
+	TC_NBDKIT_PLUGIN=$(BUILD)/src/nbd/nbdkit-tiercache-plugin.so \
+	TC_SOURCE_ROOT=$(CURDIR) sh tests/soak/soak.sh $(MINUTES)
 
 # DEMO: the main job on a built-in default: emulated HDD and SSD in a temporary folder,
 # uncached vs write-through vs write-back through NBD with fio (`tiercache bench
@@ -114,6 +130,11 @@ demo: build
 bench: build
 	$(BUILD)/bench/tc-bench-hit
 	$(BUILD)/bench/served/tc-bench-served
+	$(BUILD)/bench/tc-bench-scenario --secs 0.2 --hot 32 --span 96
+
+# FUZZ: scripts/fuzz.sh (how to promote new corpus entries is in its header).
+fuzz: deps
+	BUILD_FUZZ=$(BUILD_FUZZ) sh scripts/fuzz.sh $(SECONDS)
 
 clean:
-	rm -rf $(BUILD) $(BUILD_ASAN) $(BUILD_TSAN)
+	rm -rf $(BUILD) $(BUILD_ASAN) $(BUILD_TSAN) $(BUILD_FUZZ)

@@ -44,6 +44,22 @@ static inline void bad_usage(const char *fmt, const char *arg)
 	exit(2);
 }
 
+/* The whole of @arg, the value of option @opt, as a number from @lo to @hi; anything
+ * else is a bad command line (exit status 2, naming the option and the value). */
+static inline unsigned long bench_ulong_arg(const char *opt, const char *arg,
+					    unsigned long lo, unsigned long hi)
+{
+	char *end;
+	unsigned long v = strtoul(arg, &end, 10);
+
+	if (end == arg || *end || v < lo || v > hi) {
+		fprintf(stderr, BENCH_NAME ": %s: \"%s\" is not a number from %lu to %lu\n"
+			"Try '" BENCH_NAME " --help'.\n", opt, arg, lo, hi);
+		exit(2);
+	}
+	return v;
+}
+
 static inline uint64_t now_ns(void)
 {
 	struct timespec ts;
@@ -57,6 +73,28 @@ static inline void log_sink(void *opaque, enum tc_log_level level, const char *m
 {
 	(void)opaque;
 	fprintf(stderr, "tiercache: %s: %s\n", level == TC_LOG_ERROR ? "ERROR" : "WARN", msg);
+}
+
+static inline int bench_cmp_double(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+
+	return (x > y) - (x < y);
+}
+
+/* The median of the @n values at @v (0 when @n is 0); @v is left as it was. */
+static inline double bench_median(const double *v, int n)
+{
+	if (n <= 0)
+		return 0;
+	double *t = malloc(sizeof(double) * (size_t)n);
+	if (!t)
+		die("median", -12);
+	memcpy(t, v, sizeof(double) * (size_t)n);
+	qsort(t, (size_t)n, sizeof(double), bench_cmp_double);
+	double m = n % 2 ? t[n / 2] : (t[n / 2 - 1] + t[n / 2]) / 2;
+	free(t);
+	return m;
 }
 
 #endif /* TC_BENCH_COMMON_H */

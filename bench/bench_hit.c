@@ -2,11 +2,13 @@
 /*
  * bench_hit.c - tc-bench-hit: the library's hit path against raw io_uring, side by side.
  *
- * Three measurements in one run (see usage() for the full description):
+ * Measurements in one run (see usage() for the full description):
  *   1. 4 KiB random read hits through a cached volume at QD 32 versus raw io_uring
  *      4 KiB O_DIRECT random reads of the same cache file region at QD 32;
  *   2. 4 KiB random write-back writes at QD 32 versus raw io_uring 4 KiB writes;
- *   3. crash recovery time of a cache mostly full of dirty lines, per GiB of cache.
+ *   3. crash recovery time of a cache mostly full of dirty lines, per GiB of cache;
+ *   4. (--phases latency) the cost of the latency histograms: the read hits of 1 with
+ *      recording off and on, alternating.
  * Raw and library runs alternate (raw, lib, raw, lib, ...) so that drift of a noisy
  * machine hits both alike; each round's ratio lib/raw is reported with the median.
  */
@@ -51,7 +53,7 @@ struct opts {
 	bool checksums;            /* the cache checks cached data on reads back */
 	uint64_t cache_size;
 	uint64_t recovery_size;
-	bool do_read, do_write, do_recovery;
+	bool do_read, do_write, do_recovery, do_latency;
 	bool raw_single;           /* diagnostic: one io_uring_submit() per raw request */
 };
 
@@ -62,6 +64,7 @@ struct pair_res {
 
 struct results {
 	struct pair_res rd, wr;
+	struct pair_res lat;       /* raw: histograms off, lib: on */
 	double hit_ratio;
 	uint64_t read_hits, read_partial, read_misses;
 	uint64_t wb_during_write, evictions_write, dirty_after_write;
@@ -147,24 +150,6 @@ static void *xalloc_aligned(size_t len)
 		die("posix_memalign", ENOMEM);
 	memset(p, 0x5a, len);
 	return p;
-}
-
-static int cmp_double(const void *a, const void *b)
-{
-	double x = *(const double *)a, y = *(const double *)b;
-
-	return (x > y) - (x < y);
-}
-
-static double median(const double *v, int n)
-{
-	double t[MAX_ROUNDS];
-
-	if (n <= 0)
-		return 0;
-	memcpy(t, v, sizeof(double) * (size_t)n);
-	qsort(t, (size_t)n, sizeof(double), cmp_double);
-	return n % 2 ? t[n / 2] : (t[n / 2 - 1] + t[n / 2]) / 2;
 }
 
 
@@ -520,9 +505,9 @@ static void fill_pair(struct pair_res *p, int n)
 {
 	for (int i = 0; i < n; i++)
 		p->ratio[i] = p->raw[i] > 0 ? p->lib[i] / p->raw[i] : 0;
-	p->median_raw = median(p->raw, n);
-	p->median_lib = median(p->lib, n);
-	p->median_ratio = median(p->ratio, n);
+	p->median_raw = bench_median(p->raw, n);
+	p->median_lib = bench_median(p->lib, n);
+	p->median_ratio = bench_median(p->ratio, n);
 }
 
 static void print_pair(const char *title, const struct pair_res *p, int n)
@@ -597,6 +582,7 @@ static void bench_hit_path(void)
 	copts.line_size = o->line_size;
 	copts.replacement = (uint8_t)o->replacement;
 	copts.checksums = o->checksums;
+	copts.unprotected_writeback = true;   /* a scratch file: write-back measured */
 	CHECK(tc_cache_format(ctx, cdev, &copts), "tc_cache_format");
 	tc_volume_settings_default(&set);
 	set.write_policy = TC_WP_WB;
@@ -695,6 +681,27 @@ static void bench_hit_path(void)
 				res->hit_ratio);
 	}
 
+	if (o->do_latency) {
+		/* The same read hits, the volume's latency histograms off then on, in
+		 * alternating rounds: the recording's cost is the ratio on/off. */
+		lr = lib_runner_new(vol, TC_OP_READ, 3);
+		for (int i = 0; i < o->rounds; i++) {
+			tc_volume_set_latency_stats(vol, false);
+			res->lat.raw[i] = lib_run_timed(lr, nblocks, o->seconds);
+			tc_volume_set_latency_stats(vol, true);
+			res->lat.lib[i] = lib_run_timed(lr, nblocks, o->seconds);
+			if (!o->json)
+				fprintf(stderr, "  latency round %d: off %.0f on %.0f\n", i + 1,
+					res->lat.raw[i], res->lat.lib[i]);
+		}
+		lib_runner_free(lr);
+		fill_pair(&res->lat, o->rounds);
+		if (!o->json) {
+			print_pair("\n[4] 4 KiB random read hits, QD 32: latency histograms on "
+				   "(\"lib\") vs off (\"raw\")", &res->lat, o->rounds);
+		}
+	}
+
 	if (o->do_write) {
 		lr = lib_runner_new(vol, TC_OP_WRITE, 2);
 		tc_volume_stats(vol, &vs0);
@@ -790,6 +797,7 @@ static void bench_recovery(void)
 	copts.line_size = o->line_size;
 	copts.replacement = (uint8_t)o->replacement;
 	copts.dirty_low_pct = 95;
+	copts.unprotected_writeback = true;
 	copts.dirty_high_pct = 100;
 	CHECK(tc_cache_format(ctx, cdev, &copts), "tc_cache_format (recovery)");
 	tc_volume_settings_default(&set);
@@ -895,11 +903,11 @@ static void print_json(void)
 	       "\"cache_size\": %" PRIu64 ", \"recovery_size\": %" PRIu64 ", \"dir\": \"%s\"},\n",
 	       o->seconds, o->rounds, QD, BS, o->raw_single ? "single" : "batch", o->line_size, tc_replacement_name(o->replacement),
 	       o->checksums ? "true" : "false", o->cache_size, o->recovery_size, o->dir);
-	const struct pair_res *ps[2] = { &r->rd, &r->wr };
-	const char *names[2] = { "read_hit", "write_wb" };
-	const bool on[2] = { o->do_read, o->do_write };
+	const struct pair_res *ps[3] = { &r->rd, &r->wr, &r->lat };
+	const char *names[3] = { "read_hit", "write_wb", "latency_hist" };
+	const bool on[3] = { o->do_read, o->do_write, o->do_latency };
 
-	for (int k = 0; k < 2; k++) {
+	for (int k = 0; k < 3; k++) {
 		if (!on[k])
 			continue;
 		const struct pair_res *p = ps[k];
@@ -986,6 +994,13 @@ static void usage(FILE *f)
 "           lib/raw are printed, then the medians.  The raw loop is fio's io_uring\n"
 "           pattern: wait for one completion, reap all, refill, one submit.\n"
 "\n"
+"    latency\n"
+"           (only when named in --phases) the read hits of \"read\" run with the\n"
+"           volume's latency histograms off and on (tc_volume_set_latency_stats()),\n"
+"           alternating off, on, off, on, ...: the ratio on/off is what recording\n"
+"           every request's latency costs on the hit path.  In the tables and the\n"
+"           JSON (latency_hist_*), \"raw\" is off and \"lib\" is on.\n"
+"\n"
 "    recovery\n"
 "           A cache of --recovery-size bytes on a crash device (tc_dev_new_crash())\n"
 "           gets 4 KiB write-back writes to 90%% of its lines (one per line, QD 32,\n"
@@ -1019,7 +1034,8 @@ static void usage(FILE *f)
 "    --cache-size BYTES cache file of the read and write measurements (default 512M)\n"
 "    --recovery-size BYTES\n"
 "                       cache file of the recovery measurement (default 1G)\n"
-"    --phases LIST      comma-separated subset of read,write,recovery (default all)\n"
+"    --phases LIST      comma-separated subset of read,write,recovery,latency\n"
+"                       (default read,write,recovery)\n"
 "    --raw-submit MODE  batch (default): the raw loop refills every reaped slot and\n"
 "                       submits them with one io_uring_submit(); single: one\n"
 "                       io_uring_submit() per request, as the library's file device\n"
@@ -1054,7 +1070,7 @@ static void parse_phases(const char *s)
 	char buf[128], *save = NULL;
 
 	snprintf(buf, sizeof(buf), "%s", s);
-	g_opt.do_read = g_opt.do_write = g_opt.do_recovery = false;
+	g_opt.do_read = g_opt.do_write = g_opt.do_recovery = g_opt.do_latency = false;
 	for (char *t = strtok_r(buf, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
 		if (!strcmp(t, "read"))
 			g_opt.do_read = true;
@@ -1062,8 +1078,11 @@ static void parse_phases(const char *s)
 			g_opt.do_write = true;
 		else if (!strcmp(t, "recovery"))
 			g_opt.do_recovery = true;
+		else if (!strcmp(t, "latency"))
+			g_opt.do_latency = true;
 		else
-			bad_usage("--phases: unknown phase '%s' (read, write, recovery)", t);
+			bad_usage("--phases: unknown phase '%s' (read, write, recovery, latency)",
+				  t);
 	}
 }
 
@@ -1210,13 +1229,13 @@ int main(int argc, char **argv)
 	if (!g_opt.json)
 		printf("tc-bench-hit: %ld CPUs, files in %s (%s)%s\n", sysconf(_SC_NPROCESSORS_ONLN),
 		       g_opt.dir, fs_name(g_opt.dir), g_opt.quick ? ", quick mode" : "");
-	if (g_opt.do_read || g_opt.do_write)
+	if (g_opt.do_read || g_opt.do_write || g_opt.do_latency)
 		bench_hit_path();
 	if (g_opt.do_recovery)
 		bench_recovery();
 	if (g_opt.json) {
 		print_json();
-	} else if (g_opt.do_read || g_opt.do_write) {
+	} else if (g_opt.do_read || g_opt.do_write || g_opt.do_latency) {
 		printf("\nsummary (median lib/raw; targets: read >= 0.9, write-back >= 0.7):\n");
 		if (g_opt.do_read)
 			printf("  read_hit_ratio_vs_raw  %.3f  %s\n", g_res.rd.median_ratio,
@@ -1226,6 +1245,8 @@ int main(int argc, char **argv)
 			       g_res.wr.median_ratio >= 0.7 ? "meets target" : "BELOW target");
 		if (g_opt.do_recovery)
 			printf("  recovery_s_per_gib     %.4f\n", g_res.rec_s_per_gib);
+		if (g_opt.do_latency)
+			printf("  latency histograms on/off  %.3f\n", g_res.lat.median_ratio);
 	}
 	return 0;
 }

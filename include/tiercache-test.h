@@ -186,6 +186,13 @@ int tc_host_fault(tc_host *host, const char *device, const struct tc_fault *f,
  * armed, 0 if none was, or the errors of tc_host_fault.  Thread-safe. */
 int tc_host_heal(tc_host *host, const char *device, struct tc_host_device *out);
 
+/*
+ * tc_volume_set_latency_stats - record the volume's latency histograms (@on, the
+ * default) or not.  For the hit-path benchmark, which measures what recording costs by
+ * alternating rounds with and without it; the counters of tc_volume_stats stay on.
+ */
+void tc_volume_set_latency_stats(tc_volume *vol, bool on);
+
 #ifdef __cplusplus
 }
 #endif

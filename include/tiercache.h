@@ -127,6 +127,22 @@ enum tc_op {
 
 #define TC_IO_FUA 0x1u          /* WRITE / WRITE_ZEROES: durable on completion */
 
+/*
+ * enum tc_prio - the dispatch class of a request (struct tc_io.prio), for the queues
+ * tiercache controls (docs/isolation.md, "Priorities"): where a device holds requests
+ * back (its dispatch limit, see tc_dev_queue_stats), HIGH goes before NORMAL before
+ * BULK, with a bound so that no class starves.  0 is NORMAL, so a zeroed request is
+ * normal.  The engine sets it: a volume's own I/O gets the volume's priority
+ * (tc_volume_settings.priority), the cleaner's writeback, cache fills and array
+ * rebuild/resync get BULK; an array's member requests inherit their parent's.
+ */
+enum tc_prio {
+	TC_PRIO_NORMAL = 0,
+	TC_PRIO_HIGH = 1,       /* latency-critical: ahead of everything else */
+	TC_PRIO_BULK = 2,       /* background: after everything else */
+};
+#define TC_PRIO_COUNT 3
+
 struct tc_io;
 /* Completion: @result is 0 or a negative errno.  The request may be reused or freed
  * from inside the callback. */
@@ -141,6 +157,7 @@ typedef void (*tc_io_done_fn)(struct tc_io *io, int result);
 struct tc_io {
 	uint8_t op;             /* enum tc_op */
 	uint8_t flags;          /* TC_IO_* */
+	uint8_t prio;           /* enum tc_prio; 0 = normal */
 	uint64_t offset;
 	uint64_t length;
 	const struct iovec *iov;
@@ -155,7 +172,7 @@ struct tc_dev_info {
 	uint32_t logical_block_size; /* bytes, 512 or 4096 */
 	bool direct;              /* O_DIRECT in use (file backend) */
 	const char *backend;      /* "file", "memory", "crash", "emu", "fault", "nbd",
-	                           * "array" */
+	                           * "rbd", "array" */
 	const char *name;         /* path or a generated name */
 };
 
@@ -182,6 +199,8 @@ int tc_dev_open_file(tc_ctx *ctx, const char *path, unsigned flags, uint64_t siz
 
 #define TC_DEV_EXCLUSIVE 0x8u /* take flock(LOCK_EX|LOCK_NB) on the file: -EBUSY when another
                                * open file description holds it (a server or another tool) */
+#define TC_DEV_ARRAY_FORCE 0x10u /* "array:" specs: assemble with TC_ARRAY_FORCE (start a
+                                  * dirty, degraded parity array) */
 
 /*
  * tc_dev_open_spec - open a device named the way the command line names it:
@@ -189,7 +208,13 @@ int tc_dev_open_file(tc_ctx *ctx, const char *path, unsigned flags, uint64_t siz
  *   "crash:PATH"         a crash-test device over the file PATH (tc_dev_new_crash, @seed);
  *   "emu:PROFILE:PATH"   an emulated HDD or SSD over the file PATH (tc_dev_new_emu);
  *   "nbd:URI"            an NBD export (tc_dev_open_nbd), e.g. "nbd:nbd://host/name",
- *                        "nbd:nbd+unix:///name?socket=/run/nbd.sock".
+ *                        "nbd:nbd+unix:///name?socket=/run/nbd.sock";
+ *   "rbd:POOL/IMAGE[@CONF]" a Ceph RBD image (tc_dev_open_rbd), e.g. "rbd:rbd/vm1",
+ *                        "rbd:rbd/vm1@/etc/ceph/backup.conf";
+ *   "array:M1,M2,..."    the array whose members (and hot spares) are the specs M1, M2,
+ *                        ... (of the kinds above, any order; no commas in them),
+ *                        assembled from their superblocks (tc_array_assemble;
+ *                        TC_DEV_READONLY assembles read-only, TC_DEV_ARRAY_FORCE forces).
  * @flags: TC_DEV_*, passed on.  Errors: those of the backend, -EINVAL for an unknown
  * prefix or a spec without a path (the message names the spec).
  */
@@ -199,8 +224,8 @@ int tc_dev_open_spec(tc_ctx *ctx, const char *spec, unsigned flags, uint64_t siz
 /*
  * tc_dev_spec_path - the file behind a device spec (see tc_dev_open_spec): @spec itself
  * for "PATH", the part after the prefix for "crash:PATH" and "emu:PROFILE:PATH"
- * (a pointer into @spec); NULL for a remote device ("nbd:URI"), which has no local
- * file.  A malformed spec ("emu:" without a second colon) is returned whole, and
+ * (a pointer into @spec); NULL for a remote device ("nbd:URI", "rbd:...") and for an array
+ * ("array:..."), which have no local file of their own.  A malformed spec ("emu:" without a second colon) is returned whole, and
  * tc_dev_open_spec says why.
  */
 const char *tc_dev_spec_path(const char *spec);
@@ -239,6 +264,29 @@ int tc_dev_new_emu(tc_ctx *ctx, const char *profile, const char *path, unsigned 
  * message quotes libnbd's), -ENOTSUP (built without libnbd), -ENOMEM.
  */
 int tc_dev_open_nbd(tc_ctx *ctx, const char *uri, unsigned flags, tc_dev **out);
+
+/*
+ * tc_dev_open_rbd - a device on the Ceph RBD image @spec, "POOL/IMAGE" or
+ * "POOL/IMAGE@CONF" (CONF: a ceph.conf path; else librados's default search, $CEPH_CONF
+ * then /etc/ceph/ceph.conf; client name, keyring and other options from $CEPH_ARGS,
+ * e.g. "--id tiercache"), connected at once through librbd's asynchronous API.
+ * librbd's RAM cache is turned off (rbd_cache = false) so a completed FLUSH means the
+ * data is in the cluster; FUA is a write then a flush; write-zeroes is RBD's
+ * write-zeroes and discard RBD's discard (advisory).  Size from the image (a multiple
+ * of 4096); logical block size 512; io_opt is the image's stripe unit (its object size
+ * by default).  @flags: TC_DEV_READONLY (the image is opened read-only; writes fail
+ * with -EROFS); TC_DEV_EXCLUSIVE takes the image's exclusive lock
+ * (rbd_lock_acquire(RBD_LOCK_MODE_EXCLUSIVE)), held until close.  Requests time out
+ * after rados_osd_op_timeout (30 s unless the configuration sets it); a timeout or a
+ * blocklisting fails the device: every later request fails with -EIO and watchers are
+ * told TC_DEV_FAILED once.  Backend "rbd", name "rbd:POOL/IMAGE".
+ * Errors: -EINVAL (a malformed spec, a size not a multiple of 4096, no exclusive-lock
+ * feature with TC_DEV_EXCLUSIVE), -ENOENT (no such pool or image), -EBUSY (another
+ * client holds the exclusive lock: the message names it), -ETIMEDOUT and the other
+ * errnos of connecting (the message says which step), -ENOTSUP (built without
+ * librbd), -ENOMEM.  Thread-safe like every device.
+ */
+int tc_dev_open_rbd(tc_ctx *ctx, const char *spec, unsigned flags, tc_dev **out);
 
 /* tc_dev_new_memory - a zero-filled RAM device of @size bytes (multiple of 4096). */
 int tc_dev_new_memory(tc_ctx *ctx, uint64_t size, tc_dev **out);
@@ -337,7 +385,15 @@ enum tc_write_policy {
 	TC_WP_WB = 1, /* write-back: writes complete in the cache, the cleaner writes back */
 	TC_WP_WA = 2, /* write-around: misses go to backing only; hits update cache + backing */
 	TC_WP_PT = 3, /* pass-through: cache unused, cached copies invalidated on write */
+	TC_WP_INSTWB = 4, /* instant write-back: wb, and a write covering whole aligned full
+	                   * stripes of the backing is made dirty at once (wb sends it to the
+	                   * backing whole) while the cache's dirty lines are below its
+	                   * dirty_low_pct; docs/raid.md, "Protected write-back" */
 };
+
+/* tc_write_policy_is_wb - whether @wp completes writes in the cache (wb, instwb): the
+ * policies that need a protected cache (architecture invariant 4). */
+bool tc_write_policy_is_wb(unsigned wp);
 
 enum tc_flush_rate {
 	TC_FLUSH_LOW = 0,    /* 16 MiB/s, only after 1 s without client I/O on the volume */
@@ -364,7 +420,24 @@ struct tc_volume_settings {
 	uint8_t fill;             /* enum tc_fill */
 	uint32_t nhit;            /* N for TC_ADMIT_NHIT, 1..255 */
 	uint64_t seq_cutoff;      /* bytes; a stream this long bypasses the cache; 0 = off */
+	/* Partition (docs/isolation.md): the share of the cache this volume keeps at least
+	 * (reserve: no neighbour evicts its lines while it holds no more, and free lines
+	 * are kept for it) and holds at most (cap: at the cap it evicts its own lines);
+	 * its lines count whole, dirty or clean.  Bytes (a multiple of 4096, below 8 TiB),
+	 * or TC_SHARE_PCT | a percentage of the cache (0..100); 0 = none.  Stored in the
+	 * cache's volume record (a backing's own copy has none).  The reservations of a
+	 * cache's volumes add up to at most its size; a cap is at least the reserve. */
+	uint64_t reserve;
+	uint64_t cap;
+	/* Priority on the devices (docs/isolation.md, "Priorities"): the class (enum
+	 * tc_prio) of the volume's own requests to the cache device and the backing, as
+	 * the CLI's --priority high|normal|low (low is TC_PRIO_BULK, the class of the
+	 * cleaner and fills).  Default TC_PRIO_NORMAL.  Stored in the cache's volume
+	 * record (a backing's own copy has none: it reads normal). */
+	uint8_t priority;
 };
+
+#define TC_SHARE_PCT ((uint64_t)1 << 63)   /* tc_volume_settings.reserve/cap: a percentage */
 
 /* tc_volume_settings_default - read cache on, wb, medium, always, line fill, nhit 2,
  * seq_cutoff 4 MiB. */
@@ -373,6 +446,12 @@ void tc_volume_settings_default(struct tc_volume_settings *s);
 enum tc_replacement {
 	TC_REPL_LRU = 0,    /* exact LRU, one policy lock (baseline) */
 	TC_REPL_S3FIFO = 1, /* S3-FIFO (Yang et al., SOSP'23); lock-free hits */
+	TC_REPL_ARC = 2,    /* ARC (Megiddo & Modha, FAST'03); one policy lock */
+	TC_REPL_2Q = 3,     /* 2Q (Johnson & Shasha, VLDB'94); lock only on Am hits */
+	TC_REPL_SIEVE = 4,  /* SIEVE (Zhang et al., NSDI'24); lock-free hits */
+	TC_REPL_WTINYLFU = 5, /* W-TinyLFU (Einziger et al., ACM ToS 2017); one lock */
+	TC_REPL_LIRS = 6,   /* LIRS (Jiang & Zhang, SIGMETRICS 2002); one policy lock */
+	TC_REPL_WTINYLFU_HC = 7, /* W-TinyLFU, window sized by Caffeine's hill climber */
 };
 
 /* Cache-wide settings, given at format time, stored in the cache superblock. */
@@ -382,6 +461,10 @@ struct tc_cache_opts {
 	uint32_t commit_interval_ms; /* metadata commit period without FLUSH; default 1000 */
 	uint8_t dirty_low_pct;     /* cleaner hysteresis low watermark; default 40 */
 	uint8_t dirty_high_pct;    /* above it the cleaner runs flat out; default 70 */
+	bool unprotected_writeback; /* allow wb and instwb on a device without redundancy
+				    * (a single device, RAID 0), stored in the superblock;
+				    * default false: write-back needs tc_dev_limits
+				    * redundancy >= 1 (architecture invariant 4) */
 	bool checksums;            /* verify cached data on every read from the cache device:
 				    * XXH3 of each 4 KiB unit, kept in RAM (4 bytes per unit);
 				    * a clean unit that fails is read from the backing instead,
@@ -458,11 +541,37 @@ int tc_backing_format_striped(tc_ctx *ctx, tc_dev *dev, const char *name,
 int tc_cache_open(tc_ctx *ctx, tc_dev *dev, tc_cache **out);
 
 /*
+ * tc_cache_open_readonly - load the cache on @dev for inspection, writing nothing:
+ * superblocks and metadata are read and checked as tc_cache_open() does (after a crash
+ * the clean lines are dropped in memory only), the superblock is not marked in use, no
+ * timer, commit or cleaning runs.  Backings attach in memory (their superblocks are
+ * not written); every superblock write and metadata commit fails with -EROFS, and
+ * tc_cache_close() writes nothing.  Open @dev with TC_DEV_READONLY as well, so that the
+ * device refuses any write (-EROFS) too.  Errors: those of tc_cache_open().
+ */
+int tc_cache_open_readonly(tc_ctx *ctx, tc_dev *dev, tc_cache **out);
+
+/* tc_cache_is_readonly - true for a cache opened by tc_cache_open_readonly(). */
+bool tc_cache_is_readonly(tc_cache *cache);
+
+/*
  * tc_cache_close - clean shutdown: wait for in-flight requests (the caller has stopped
  * submitting), commit metadata, mark the superblock clean.  Dirty lines stay in the
  * cache for the next open.  Frees the cache and its volumes even on error.
  */
 int tc_cache_close(tc_cache *cache);
+
+/*
+ * tc_cache_set_unprotected_writeback - store in the cache superblock whether write-back
+ * (wb, instwb) may run on a cache device without redundancy (tc_dev_limits redundancy
+ * 0: a single device, RAID 0, a degraded mirror), architecture invariant 4.  @allow
+ * true: allowed (dirty data is lost with the device; status warns), and write-back
+ * held (the device degraded, or without redundancy) resumes, and a later
+ * TC_DEV_DEGRADED no longer holds it; false: write-back needs redundancy >= 1.
+ * Errors: -EBUSY (@allow false while the device has no redundancy and a volume runs
+ * write-back on it: the message names it; nothing changed), -EIO.
+ */
+int tc_cache_set_unprotected_writeback(tc_cache *cache, bool allow);
 
 
 #define TC_ATTACH_DISCARD_DIRTY 0x1u /* stale backing: drop the cache's dirty lines for it */
@@ -504,6 +613,116 @@ void tc_volume_get(tc_volume *vol, struct tc_volume_settings *s);
  */
 int tc_volume_flush_dirty(tc_volume *vol, tc_progress_fn fn, void *opaque);
 
+/*
+ * tc_volume_flush_range - write back the dirty data of the byte range [@off, @off +
+ * @len) of the volume (every cache line the range touches), online, then commit.
+ * Meanwhile writes to those lines go write-through, so it always finishes; the rest
+ * of the volume keeps its write policy.  @off and @len: bytes, multiples of 4096
+ * (TC_UNIT_SIZE), inside the volume.  @fn as tc_volume_flush_dirty (dirty bytes of
+ * the range); @flushed (may be NULL): the range's dirty bytes at the start.  Blocks
+ * (deterministic mode: polls).
+ * Errors: -EINVAL (an empty, unaligned or out-of-volume range: the message names the
+ * volume and the values), -EBUSY (another range operation on the volume is running),
+ * -EINTR, -EIO.
+ */
+int tc_volume_flush_range(tc_volume *vol, uint64_t off, uint64_t len, tc_progress_fn fn,
+			  void *opaque, uint64_t *flushed);
+
+#define TC_INVALIDATE_DISCARD_DIRTY 0x1u
+
+/* What tc_volume_invalidate_range() did, bytes. */
+struct tc_range_result {
+	uint64_t dropped_bytes;          /* clean cached bytes dropped */
+	uint64_t discarded_dirty_bytes;  /* dirty bytes dropped (TC_INVALIDATE_DISCARD_DIRTY) */
+	uint64_t kept_dirty_bytes;       /* dirty bytes kept: written into the range after
+	                                  * the call checked it (newer than the backing) */
+};
+
+/*
+ * tc_volume_invalidate_range - drop the cached copies of the byte range [@off, @off +
+ * @len) of the volume, online, for when the backing was changed behind the cache: the
+ * next reads of the range come from the backing.  Requests in flight on a line finish
+ * first (a fill started before the call cannot leave its copy behind).  A range holding
+ * dirty data is refused, nothing changed, unless @flags has TC_INVALIDATE_DISCARD_DIRTY:
+ * then the dirty data is dropped too (lost; reads return the backing's older data) and
+ * counted in @res.  Dropped copies are committed before it returns, so a crash cannot
+ * bring them back.  @off and @len: bytes, multiples of 4096, inside the volume.  @res
+ * may be NULL.
+ * Errors: -EINVAL (bad range, as tc_volume_flush_range), -EBUSY (dirty data in the
+ * range: the message says how many bytes; or another range operation is running),
+ * -ENOMEM, -EIO (the commit).
+ */
+int tc_volume_invalidate_range(tc_volume *vol, uint64_t off, uint64_t len, unsigned flags,
+			       struct tc_range_result *res);
+
+/*
+ * Cache attributes of a byte range of a volume (docs/isolation.md, "Pinned and
+ * uncacheable ranges"; after the per-region cache attributes of the ARM MPU):
+ *   TC_REGION_PINNED       every cache line the range touches, once filled, is never
+ *                          evicted (invalidation and detach still drop it); its read
+ *                          misses always fill, past admission and the sequential cutoff
+ *   TC_REGION_UNCACHEABLE  always around the cache: reads never fill, writes go
+ *                          pass-through; set live, the range is written back and its
+ *                          cached copies dropped
+ *   TC_REGION_POLICY       writes to the range follow @write_policy (wt, wb, wa or pt),
+ *                          not the volume's; leaving write-back writes the range back
+ * Attributes apply to whole cache lines: two ranges of different attributes may not
+ * share a line.  Stored in the cache superblock, so they survive restarts.
+ */
+enum tc_region_kind {
+	TC_REGION_PINNED = 1,
+	TC_REGION_UNCACHEABLE = 2,
+	TC_REGION_POLICY = 3,
+};
+
+struct tc_region {
+	uint64_t offset, length;   /* bytes, multiples of 4096, inside the volume */
+	uint8_t kind;              /* enum tc_region_kind */
+	uint8_t write_policy;      /* TC_REGION_POLICY: enum tc_write_policy (not instwb) */
+};
+
+#define TC_VOL_REGIONS_MAX 16u   /* ranges per volume */
+#define TC_REGIONS_MAX 52u       /* ranges per cache (what its superblock holds) */
+#define TC_PIN_MAX_PCT 50u       /* pinned lines of all volumes: at most this share of
+				  * the cache's lines */
+
+/*
+ * tc_volume_region_set - give the range @r its attribute, live.  A range overlapping
+ * one of the same kind (and write policy) is merged with it; overlapping, or sharing a
+ * cache line with, one of another kind is refused.  Bounds: at most TC_VOL_REGIONS_MAX
+ * ranges per volume and TC_REGIONS_MAX per cache; the lines pinned by all the cache's
+ * volumes at most TC_PIN_MAX_PCT % of its lines, a volume's pinned lines within its
+ * cap, and for every volume the larger of its reserve and its pinned lines, summed,
+ * within the cache.  Blocks while an uncacheable range or one leaving write-back is
+ * written back (deterministic mode: polls).  Any thread, not concurrently with another
+ * management call on the volume.
+ * Errors (a message names the volume, the range and the value; nothing changed):
+ * -EINVAL (bad range, kind or policy, a conflicting range), -ENOSPC (a bound above),
+ * -EPERM (wb on an unprotected cache), -EROFS (read-only cache), -EBUSY (a range
+ * operation is running), -EIO.
+ */
+int tc_volume_region_set(tc_volume *vol, const struct tc_region *r);
+
+/*
+ * tc_volume_region_clear - take attribute @kind off the bytes [@off, @off + @len) of
+ * the volume (ranges of that kind are cut, or split in two, at the bounds).  Unpinned
+ * lines become evictable again; a range leaving write-back is written back.  Errors as
+ * tc_volume_region_set, and -ENOENT (no range of @kind overlaps: nothing changed).
+ */
+int tc_volume_region_clear(tc_volume *vol, uint64_t off, uint64_t len, unsigned kind);
+
+/* tc_volume_regions - copy up to @max of the volume's ranges (sorted by offset) into
+ * @out; returns how many it has (which may exceed @max).  Any thread. */
+unsigned tc_volume_regions(tc_volume *vol, struct tc_region *out, unsigned max);
+
+/* tc_volume_pinned_bytes - bytes of the cache slots the volume holds pinned (lines
+ * count whole; a line emptied by an invalidation keeps its slot, and counts, until it
+ * is refilled).  Any thread. */
+uint64_t tc_volume_pinned_bytes(tc_volume *vol);
+
+/* tc_region_kind_name - "pinned", "uncacheable", "policy"; NULL when unknown. */
+const char *tc_region_kind_name(unsigned kind);
+
 #define TC_DETACH_DISCARD_DIRTY 0x1u
 
 /*
@@ -542,6 +761,8 @@ enum tc_probe_kind {
 	TC_PROBE_BACKING = 2, /* a tiercache backing superblock */
 	TC_PROBE_FOREIGN = 3, /* another format's signature: a file system, LVM, md, ... */
 	TC_PROBE_UNKNOWN = 4, /* data that is none of the above (damaged superblock too) */
+	TC_PROBE_ARRAY = 5,   /* a member (or hot spare) of a tiercache array: uuid and name
+	                       * are the array's (tc_array_examine has the rest) */
 };
 
 /* What a device holds, as tc_dev_probe() and tc_cache_inspect() read it. */
@@ -643,7 +864,10 @@ typedef struct tc_host tc_host;
 typedef struct tc_export tc_export;
 
 struct tc_host_opts {
-	unsigned dev_flags;       /* TC_DEV_* for every device; TC_DEV_EXCLUSIVE for servers */
+	unsigned dev_flags;       /* TC_DEV_* for every device; TC_DEV_EXCLUSIVE for servers;
+	                           * TC_DEV_READONLY: an inspection host that writes nothing
+	                           * (caches by tc_cache_open_readonly, no superblock of a
+	                           * backing changes, closing writes and flushes nothing) */
 	uint64_t crash_seed;      /* seed of "crash:" devices */
 	bool fault_injection;     /* open every device under a fault layer (tc_dev_new_fault),
 	                           * so tc_host_fault() can fail it: for tests and drills */
@@ -679,6 +903,21 @@ tc_ctx *tc_host_ctx(tc_host *host);
 /* tc_host_cache_at - the @i-th open cache of the host and its device spec (*@spec), or
  * NULL past the end. */
 tc_cache *tc_host_cache_at(tc_host *host, unsigned i, const char **spec);
+/* tc_host_array_at - the @i-th array among the host's devices (given as "array:..."
+ * or assembled from members given directly) and its spec (*@spec, when @spec), or NULL
+ * past the end.  The array lives until tc_host_close(). */
+tc_dev *tc_host_array_at(tc_host *host, unsigned i, const char **spec);
+
+/*
+ * tc_host_open_spare - open @spec for an array of @host (a hot spare or a replacement:
+ * tc_array_add_spare, tc_array_replace) as the host opens its own devices (its
+ * TC_DEV_* flags and crash seed; no fault layer).  Refused: a device of the host (by
+ * spec or the file behind it) or a member, spare or retired member of one of the
+ * host's arrays (-EEXIST), and, unless @force, a device holding any superblock
+ * (tc_dev_probe not TC_PROBE_EMPTY: -EINVAL, the message names the device and what it
+ * holds).  Returns 0 and *@out (the caller owns it), or the errors of tc_dev_open_spec.
+ */
+int tc_host_open_spare(tc_host *host, const char *spec, bool force, tc_dev **out);
 
 /*
  * tc_host_attach - attach the backing @backing_spec to the cache @cache_spec, live:
@@ -737,6 +976,63 @@ int tc_export_io(tc_export *exp, enum tc_op op, unsigned flags, void *buf, uint6
 /* ------------------------------------------------------------------------------------
  * Statistics
  */
+
+/*
+ * struct tc_hist - a log-linear histogram of non-negative integer values (latencies in
+ * ns), after HdrHistogram (Gil Tene): values below 2^TC_HIST_SUB_BITS are counted
+ * exactly; above, every power-of-two range [2^k, 2^(k+1)) is split into
+ * 2^(TC_HIST_SUB_BITS-1) equal buckets, so a bucket's width is at most 1/128 of its
+ * values (relative error below 0.8 %) over the whole 64-bit range (nanoseconds to
+ * centuries), in a fixed 58 KiB array.
+ *
+ * Percentiles report the highest value of the bucket holding that rank (clamped to the
+ * exact maximum), as HdrHistogram's getValueAtPercentile() does; count, sum, min and
+ * max are exact.  A histogram is plain memory: no allocation, not thread-safe (the
+ * volumes' latency histograms are recorded lock-free inside the library and copied
+ * out into one of these by tc_volume_latency()).
+ */
+#define TC_HIST_SUB_BITS 8
+#define TC_HIST_HALF (1u << (TC_HIST_SUB_BITS - 1))               /* 128 */
+#define TC_HIST_BUCKETS ((64 - TC_HIST_SUB_BITS + 2) * TC_HIST_HALF) /* 7424 */
+
+struct tc_hist {
+	uint64_t count;
+	uint64_t min, max;       /* exact; min is UINT64_MAX while empty */
+	long double sum;         /* of the values: exact while below 2^64 */
+	uint64_t b[TC_HIST_BUCKETS];
+};
+
+/* tc_hist_init - empty @h (also resets one in use). */
+void tc_hist_init(struct tc_hist *h);
+
+/* tc_hist_record - count @v once (tc_hist_record_n: @n times). */
+void tc_hist_record(struct tc_hist *h, uint64_t v);
+void tc_hist_record_n(struct tc_hist *h, uint64_t v, uint64_t n);
+
+/* tc_hist_merge - add every count of @src into @dst. */
+void tc_hist_merge(struct tc_hist *dst, const struct tc_hist *src);
+
+/*
+ * tc_hist_percentile - the value at or below which @p percent of the values fall,
+ * @p in [0, 100] (out-of-range values are clamped): the highest value of the bucket
+ * that holds the ceil(p/100 * count)-th smallest value (at least the first), clamped to
+ * [min, max].  0 for an empty histogram.
+ */
+uint64_t tc_hist_percentile(const struct tc_hist *h, double p);
+
+/* tc_hist_mean - the exact mean, 0 when empty. */
+double tc_hist_mean(const struct tc_hist *h);
+
+/* tc_hist_count_below - how many values are < @v, counting whole buckets: exact when
+ * @v is a bucket boundary (every power of two is one), else up to one bucket off. */
+uint64_t tc_hist_count_below(const struct tc_hist *h, uint64_t v);
+
+/* Bucket geometry, for tests and for printing: the bucket of @v, and the lowest and
+ * highest value a bucket holds. */
+unsigned tc_hist_bucket(uint64_t v);
+uint64_t tc_hist_bucket_low(unsigned idx);
+uint64_t tc_hist_bucket_high(unsigned idx);
+
 struct tc_volume_stats {
 	uint64_t read_hits, read_partial_hits, read_misses;     /* per line touched */
 	uint64_t write_hits, write_partial_hits, write_misses;
@@ -750,6 +1046,8 @@ struct tc_volume_stats {
 	                             * and bytes of read misses not filled */
 	uint64_t dirty_bytes;       /* now */
 	uint64_t cached_bytes;      /* valid bytes now */
+	uint64_t resident_bytes;    /* lines held now, whole, in bytes: the volume's share
+	                             * of the cache (tc_volume_settings.reserve, cap) */
 	uint64_t backing_stripe;    /* bytes: the backing's full stripe (the stripe size
 	                             * stored on it, else its tc_dev_limits io_opt when
 	                             * partial stripes are expensive); 0 = none */
@@ -765,6 +1063,22 @@ struct tc_volume_stats {
 	uint64_t cache_fill_bytes, cache_writeback_read_bytes;
 	bool fallback_pt;           /* pass-through after cache-device errors */
 	bool draining;              /* flush/detach/policy change in progress */
+	uint8_t write_policy;       /* enum tc_write_policy: the stored (chosen) policy */
+	uint8_t effective_policy;   /* the policy writes follow now: write_policy, or
+	                             * wt while write-back is held (policy_reason), pt
+	                             * after the cache failed */
+	const char *policy_reason;  /* why effective_policy differs, a static string
+	                             * ("cache degraded", "cache not redundant", "cache
+	                             * member errors": a pool member's read errors over
+	                             * the threshold of docs/pools.md, "cache failed");
+	                             * "" when it does not */
+	uint64_t instant_bytes;     /* instwb: bytes of full-stripe writes made dirty at
+	                             * once */
+	uint64_t full_stripe_bytes; /* bytes of writes of whole aligned stripes sent to the
+	                             * backing as one request, uncached (docs/pools.md) */
+	uint64_t stream_rate_cache; /* the service-rate rule: bytes/s at which whole-stripe
+	                             * writes completed made dirty at once (EWMA), and */
+	uint64_t stream_rate_backing; /* written whole to the backing; 0 = not measured */
 	struct tc_dev_stats backing;/* the backing device's own counters (not reset) */
 };
 
@@ -780,6 +1094,12 @@ struct tc_cache_stats {
 	uint64_t mem_csum_bytes;          /* checksums of cached data, bytes total (4 per
 					   * 4 KiB unit of every line; 0 when off) */
 	bool checksums;                   /* cached data is checked on every read back */
+	uint8_t redundancy;               /* the device's tc_dev_limits redundancy now */
+	bool unprotected_writeback;       /* write-back allowed without redundancy: the
+					   * override, or a cache formatted before it existed */
+	bool writeback_held;              /* write-back volumes run write-through now:
+					   * the device degraded, or it has no redundancy
+					   * and no override */
 	uint64_t csum_errors;             /* 4 KiB units read back that failed their check */
 	uint64_t recovered_dirty_lines, recovered_dropped_lines;
 	uint64_t recovery_ns;             /* time spent loading metadata at open */
@@ -787,7 +1107,39 @@ struct tc_cache_stats {
 };
 
 void tc_volume_stats(tc_volume *vol, struct tc_volume_stats *st);
+/* tc_volume_stats_reset - zero the counters of tc_volume_stats (not dirty_bytes,
+ * cached_bytes or the backing's own counters) and the latency histograms. */
 void tc_volume_stats_reset(tc_volume *vol);
+
+/*
+ * Latency classes of a volume's client requests (tc_volume_latency): reads and writes
+ * (write-zeroes count as writes; flushes and discards are not recorded), each a hit
+ * when every cache line it touched was a full hit (the read_hits / write_hits
+ * counters), a miss otherwise (a partial hit, a miss, a sequential bypass).  A request
+ * is timed from tc_volume_submit() to the call of its completion, errors included.
+ */
+enum tc_lat_class {
+	TC_LAT_READ_HIT = 0,
+	TC_LAT_READ_MISS = 1,
+	TC_LAT_WRITE_HIT = 2,
+	TC_LAT_WRITE_MISS = 3,
+	TC_LAT__COUNT = 4,
+};
+
+/* tc_lat_class_name - "read_hit", "read_miss", "write_hit", "write_miss"; NULL for an
+ * unknown class. */
+const char *tc_lat_class_name(unsigned cls);
+
+/*
+ * tc_volume_latency - a snapshot of the volume's latency histogram of class @cls
+ * (enum tc_lat_class) into @out: every request since the volume came online or the
+ * last tc_volume_stats_reset(), values in ns, the exact maximum and minimum, buckets of
+ * at most 1/128 of their values (struct tc_hist).  The histograms are recorded with
+ * relaxed atomic counters, no lock (a request in flight during the snapshot may be
+ * counted in the buckets before the extremes).  Any thread.
+ * Errors: -EINVAL (@cls out of range; @out untouched).
+ */
+int tc_volume_latency(tc_volume *vol, unsigned cls, struct tc_hist *out);
 void tc_cache_stats(tc_cache *cache, struct tc_cache_stats *st);
 
 /*
@@ -798,7 +1150,11 @@ void tc_cache_stats(tc_cache *cache, struct tc_cache_stats *st);
  */
 uint64_t tc_volume_valid_bytes(tc_volume *vol, uint64_t off, uint64_t len);
 
-/* tc_volume_stats_json - counters as a JSON object (snake_case keys, bytes in bytes).
+/* tc_volume_stats_json - counters as a JSON object (snake_case keys, bytes in bytes),
+ * with "latency": {read_hit, read_miss, write_hit, write_miss}, each {count, min_ns,
+ * mean_ns, p50_ns, p90_ns, p99_ns, p999_ns, p9999_ns, max_ns, buckets: [{ge_ns,
+ * lt_ns, count}]} (the distribution of tc_volume_latency() in powers of two, exact:
+ * [0, 1024) ns, then [2^k, 2^(k+1)); non-empty ones only).
  * Returns a malloc'ed string (free() it) or NULL on -ENOMEM. */
 char *tc_volume_stats_json(tc_volume *vol);
 char *tc_cache_stats_json(tc_cache *cache);
@@ -814,6 +1170,8 @@ const char *tc_admission_name(unsigned a);      /* "always", "nhit" */
 int tc_admission_parse(const char *s);
 const char *tc_fill_name(unsigned f);           /* "sectors", "line" */
 int tc_fill_parse(const char *s);
+const char *tc_prio_name(unsigned p);           /* "normal", "high", "low" (bulk) */
+int tc_prio_parse(const char *s);
 
 /*
  * tc_volume_name_valid - whether @name may name a volume (tc_backing_format): 1 to
@@ -856,6 +1214,7 @@ enum tc_raid_level_id {
 #define TC_ARRAY_CHUNK_DEFAULT (256u << 10) /* bytes */
 #define TC_ARRAY_CHUNK_MIN 4096u            /* bytes */
 #define TC_ARRAY_CHUNK_MAX (64u << 20)      /* bytes */
+#define TC_ARRAY_MAX_EXTRA 16   /* spares, and members retired but not yet removed */
 
 struct tc_array_opts {
 	enum tc_raid_level_id level;
@@ -863,12 +1222,27 @@ struct tc_array_opts {
 	                           * TC_ARRAY_CHUNK_MAX]; 0 = TC_ARRAY_CHUNK_DEFAULT */
 	unsigned copies;          /* RAID 10: copies of every chunk, 2..members; 0 = 2.
 	                           * Other levels: 0 */
+	/* tc_array_create, RAID 5/6: how the parity is made consistent after a crash
+	 * (mdadm's --consistency-policy; docs/raid.md, "The write hole").  Ignored by
+	 * tc_dev_new_array and for the other levels. */
+	enum tc_array_consistency {
+		TC_CONSISTENCY_DEFAULT = 0, /* TC_CONSISTENCY_PPL */
+		TC_CONSISTENCY_PPL = 1,     /* partial-parity log: no write hole */
+		TC_CONSISTENCY_BITMAP = 2,  /* write-intent map: resync only written regions;
+		                             * the write hole stays open */
+	} consistency;
 };
 
 enum tc_member_state {
 	TC_MEMBER_ACTIVE = 0,     /* in service */
 	TC_MEMBER_FAULTY = 1,     /* failed (I/O error or tc_array_fail_member): no longer
 	                           * read or written */
+	TC_MEMBER_SPARE = 2,      /* a hot spare: holds no data, takes a faulty member's
+	                           * place */
+	TC_MEMBER_REBUILDING = 3, /* written everywhere, read only below the rebuild
+	                           * position; becomes active when the rebuild ends */
+	TC_MEMBER_REPLACED = 4,   /* retired by tc_array_replace() once its successor
+	                           * holds everything; out of the array */
 };
 
 struct tc_array_member_status {
@@ -877,6 +1251,37 @@ struct tc_array_member_status {
 	uint64_t size;            /* the member device's size, bytes */
 	uint64_t read_errors;     /* reads of this member that failed */
 	uint64_t corrected;       /* of these, rewritten from the other members */
+	const char *replacing;    /* REBUILDING by tc_array_replace(): the name of the
+	                           * member being replaced (still in service), else NULL */
+};
+
+/* What an array's background pass is doing (rebuild.c). */
+enum tc_array_sync {
+	TC_ARRAY_SYNC_IDLE = 0,
+	TC_ARRAY_SYNC_REBUILD = 1,  /* rebuilding members (spares taken over, replace) */
+	TC_ARRAY_SYNC_CHECK = 2,    /* comparing parity / copies, counting mismatches */
+	TC_ARRAY_SYNC_REPAIR = 3,   /* the same, rewriting parity / copies that differ */
+};
+
+/*
+ * Rebuild (and check) rate, per member, after Linux md's speed_limit_min / _max
+ * (/proc/sys/dev/raid, 1000 and 200000 KB/s by default): the pass runs at max_rate
+ * while the array has no other I/O and falls to the rate under load when requests
+ * arrive (any in the last 50 ms): min_rate + (max_rate - min_rate) x priority / 100.  Priority 0 is md's rule
+ * (the floor under load), 100 ignores the load (hardware controllers' "rebuild
+ * rate" percent).
+ */
+#define TC_ARRAY_REBUILD_MIN_DEFAULT 1000000ull    /* bytes/s */
+#define TC_ARRAY_REBUILD_MAX_DEFAULT 200000000ull  /* bytes/s */
+
+struct tc_array_rebuild_opts {
+	uint64_t min_rate;        /* bytes/s per member; 0 = TC_ARRAY_REBUILD_MIN_DEFAULT */
+	uint64_t max_rate;        /* bytes/s per member; 0 = TC_ARRAY_REBUILD_MAX_DEFAULT;
+	                           * UINT64_MAX = unlimited (and, under load, unlimited
+	                           * too with a priority above 0) */
+	unsigned priority;        /* 0..100, see above; 0 = md's rule */
+	unsigned depth;           /* windows (rows of chunks) in flight, 1..64; 0 = 8.
+	                           * A replace runs one at a time */
 };
 
 struct tc_array_status {
@@ -893,6 +1298,27 @@ struct tc_array_status {
 	bool degraded;            /* serving, with a member faulty */
 	bool failed;              /* past its redundancy: every request fails with -EIO */
 	struct tc_array_member_status member[TC_ARRAY_MAX_MEMBERS];
+	/* Hot spares (state SPARE) and members out of the array not yet removed
+	 * (FAULTY ones a spare took over from, REPLACED ones): tc_array_remove() names
+	 * them. */
+	unsigned nextra;
+	struct tc_array_member_status extra[TC_ARRAY_MAX_EXTRA];
+	unsigned spares;          /* of the extra, spares */
+	/* The background pass (rebuild, check): */
+	enum tc_array_sync sync;
+	uint64_t sync_pos;        /* member bytes done (rebuild: the rebuild position) */
+	uint64_t sync_end;        /* member bytes in the pass */
+	uint64_t sync_rate;       /* bytes/s per member over the last second or so */
+	uint64_t sync_eta_ns;     /* (end - pos) / rate; 0 when idle or rate unknown */
+	uint64_t mismatches;      /* check/repair: chunks (RAID 1/10) or stripes (RAID 5/6)
+	                           * that disagreed, in the running or last pass */
+	uint64_t checked;         /* windows compared in the running or last check */
+	struct tc_array_rebuild_opts rebuild;   /* the rates in force */
+	/* Consistency after a crash (arrays with superblocks, RAID 5/6): */
+	bool ppl;                 /* partial-stripe updates go through the partial-parity log */
+	uint64_t map_regions;     /* write-intent map: regions (0: no map) */
+	uint64_t map_dirty;       /* of these, bits set now (written recently or to resync) */
+	uint64_t map_region_size; /* bytes of every member per region */
 };
 
 /*
@@ -931,15 +1357,202 @@ int tc_dev_new_array(tc_ctx *ctx, const struct tc_array_opts *o, tc_dev **member
  */
 int tc_array_fail_member(tc_dev *array, unsigned i);
 
-/* tc_array_status - fill @st with @array's level, geometry, members and health.
- * Returns 0 or -EINVAL (@array is not an array).  Thread-safe; a snapshot. */
+/* tc_array_status - fill @st with @array's level, geometry, members, spares, health
+ * and background pass.  Returns 0 or -EINVAL (@array is not an array).  Thread-safe;
+ * a snapshot (names valid until the device is closed or removed). */
 int tc_array_status(tc_dev *array, struct tc_array_status *st);
+
+/*
+ * Hot spares, rebuild, replace and check (docs/raid.md).  Spares are dedicated: each
+ * belongs to one array (no pool shared between arrays).  When a member becomes
+ * faulty and the array has a spare, the spare takes its slot at once (state
+ * REBUILDING) and a rebuild starts: row by row of chunks, under the same stripe lock
+ * as foreground writes (RAID 5/6) or a lock on the array chunk being copied (RAID
+ * 1/10), while I/O goes on; a rebuilding member is written everywhere and read only
+ * below the rebuild position.  RAID 6 rebuilds two members in one pass.  At the end
+ * the member is ACTIVE and the array reports TC_DEV_REDUNDANT.  The pass runs on the
+ * context (a timer and member completions; deterministic contexts stay
+ * deterministic), at the rates of tc_array_set_rebuild().
+ */
+
+/*
+ * tc_array_add_spare - give @array the hot spare @spare (takes ownership; on error
+ * @spare is closed).  When a member is faulty already, the spare takes its slot now.
+ * Errors (-EINVAL, naming the spare and the value): not an array, RAID 0 (nothing to
+ * rebuild from), @spare smaller than the members' used size (plus the array's data
+ * offset), another logical block size; -ENOSPC: TC_ARRAY_MAX_EXTRA spares and retired
+ * members already.
+ */
+int tc_array_add_spare(tc_dev *array, tc_dev *spare);
+
+/*
+ * tc_array_remove - take the device named @name (as in tc_array_status) out of
+ * @array and close it: a spare, a member retired (faulty and taken over, replaced),
+ * or a faulty member still in its slot (the slot then stays empty until a spare
+ * arrives).  Errors: -ENOENT no such device; -EBUSY the device is active or
+ * rebuilding (fail it first), or still has requests in flight (retry); -EINVAL not
+ * an array.  Nothing changes on error.
+ */
+int tc_array_remove(tc_dev *array, const char *name);
+
+/*
+ * tc_array_replace - copy member @i of @array onto @dev, then retire the member
+ * (state REPLACED, in the extra list until tc_array_remove): the array keeps its full
+ * redundancy throughout, unlike failing the member and rebuilding.  @dev rebuilds
+ * from member @i's data where it reads well and by reconstruction from the others
+ * where it does not (or once member @i fails).  Takes ownership of @dev (closed on
+ * error).  Errors: -EINVAL (not an array, RAID 0, @i out of range, @dev too small or
+ * of another block size), -EBUSY (member @i is not active, or a rebuild or check
+ * runs: one pass at a time), -ENOSPC (no room to retire the member).
+ */
+int tc_array_replace(tc_dev *array, unsigned i, tc_dev *dev);
+
+/*
+ * tc_array_set_rebuild - the rates of @array's rebuild and check passes, in force at
+ * once (the running pass's next window).  Errors: -EINVAL (not an array, min_rate
+ * above max_rate, priority above 100).
+ */
+int tc_array_set_rebuild(tc_dev *array, const struct tc_array_rebuild_opts *o);
+
+/*
+ * tc_array_check - start a consistency check of @array (the controllers' patrol
+ * read, md's "check" / "repair" sync actions): RAID 5/6 recompute every stripe's
+ * parity and compare it with P and Q, RAID 1/10 compare the copies of every chunk;
+ * each window under the same lock as writes, at the rebuild rates.  Mismatches are
+ * counted (tc_array_status: mismatches, stripes or chunks); with @repair, parity is
+ * rewritten from the data and copies from the first copy, as md does.  Progress in
+ * tc_array_status; tc_array_wait() waits for the end.  Errors: -EINVAL (not an
+ * array, RAID 0), -EBUSY (degraded or rebuilding: nothing to compare against; or a
+ * check runs already).
+ */
+int tc_array_check(tc_dev *array, bool repair);
+
+/*
+ * tc_array_wait - wait until @array has no background pass running (rebuild, check).
+ * Threaded contexts: sleeps (1 ms steps); deterministic ones: runs tc_ctx_poll() and
+ * advances the virtual clock to the next timer.  Returns 0, -EINVAL (not an array),
+ * -EDEADLK (deterministic: nothing left to run).
+ */
+int tc_array_wait(tc_dev *array);
 
 /* tc_raid_level_name - "raid0", "raid1", "raid5", "raid6", "raid10"; NULL when
  * unknown.  tc_raid_level_parse - the level of such a name (also "0", "1", "5", "6",
  * "10"), or -EINVAL. */
 const char *tc_raid_level_name(unsigned level);
 int tc_raid_level_parse(const char *s);
+
+/* ------------------------------------------------------------------------------------
+ * Arrays with member superblocks (docs/raid.md: the on-disk format and the assembly
+ * rules; the scheme is Linux md's v1.x metadata).  Each member starts with two copies
+ * of a 4 KiB superblock (at 0 and 4 KiB; the newest valid copy wins): the array's uuid,
+ * name, level and geometry, the member's role (a slot, or hot spare), an event counter
+ * (+1 at every update: a member with an older count is stale), a clean/dirty flag
+ * (dirty while the array is open for writing), the rebuild checkpoint and every
+ * slot's state.  The array's data starts TC_ARRAY_DATA_OFFSET bytes into every member;
+ * the space below it is reserved for the array's metadata (superblocks, a future
+ * write-intent region map and partial-parity log).
+ */
+#define TC_ARRAY_DATA_OFFSET (8u << 20) /* bytes reserved at the start of each member */
+
+#define TC_ARRAY_FORCE 0x1u        /* create: over devices holding data or another
+                                    * superblock; assemble: start a parity array that
+                                    * is dirty and degraded (md's --force) */
+#define TC_ARRAY_READONLY 0x2u     /* assemble: write nothing, ever (inspection); the
+                                    * members should be opened TC_DEV_READONLY too */
+#define TC_ARRAY_ASSUME_CLEAN 0x4u /* create: the members' data areas already agree
+                                    * (all zeros): skip zeroing them */
+
+/*
+ * tc_array_create - write member superblocks on @members (in slot order) and on the
+ * hot spares @spares, and open the new array named @name (tc_volume_name_valid) as
+ * tc_dev_new_array would, with its data TC_ARRAY_DATA_OFFSET bytes into each member.
+ * Takes ownership of every member and spare, also on failure (closed).  On redundant
+ * levels the members' data areas are zeroed first (WRITE_ZEROES: a hole punch on
+ * sparse files) unless TC_ARRAY_ASSUME_CLEAN, so that parity and copies agree.
+ * Members of different sizes are used up to the smallest (whole chunks; logged).
+ * Refusals, before anything is written (-EINVAL unless said, the message names the
+ * device and the value): an invalid name; those of tc_dev_new_array (level, chunk not
+ * a power of two or out of range, too few or too many members, copies, block sizes);
+ * a device given twice (also under two names of one file); a member smaller than
+ * TC_ARRAY_DATA_OFFSET plus one chunk, a spare smaller than a member; unless
+ * TC_ARRAY_FORCE, a device holding an array member superblock (naming that array), a
+ * tiercache cache or backing, or another format's signature (file system, LVM, md,
+ * partition table; libblkid): -EBUSY.  -EIO / -errno when a write fails (superblocks
+ * may then be partly written: create again with TC_ARRAY_FORCE).  -ENOMEM.
+ * The array is dirty while open and marked clean at tc_dev_close().
+ */
+int tc_array_create(tc_ctx *ctx, const char *name, const struct tc_array_opts *o,
+		    tc_dev **members, unsigned n, tc_dev **spares, unsigned nspares,
+		    unsigned flags, tc_dev **out);
+
+/*
+ * tc_array_assemble - the array whose members (and spares) are among the @n devices
+ * @devs, in any order, from their superblocks.  Takes ownership of every device, also
+ * on failure.  Each member goes to the slot its superblock names; the newest event
+ * count is the array's.  Left out, by name in the log, and the array runs degraded
+ * without them: a stale member (an older event count: it missed updates while away or
+ * after it failed), a member recorded faulty, one replaced in its slot.  Hot spares
+ * are kept open with the array (tc_array_identity lists them) for a rebuild.  A member
+ * recorded rebuilding keeps TC_MEMBER_REBUILDING and the array its checkpoint.
+ * Unless TC_ARRAY_READONLY the superblocks are rewritten at once (event count + 1,
+ * dirty, the member states as assembled), again after every member state change (a
+ * background thread in threaded contexts, at close in deterministic ones) and clean
+ * at tc_dev_close().
+ * Refusals (the message names the device): a device without a member superblock or
+ * with no valid copy (-EINVAL, -EUCLEAN), a device of another array (-EINVAL), two
+ * devices claiming one slot with the same event count (-EINVAL), a device smaller
+ * than the recorded member size (-EINVAL), only spares (-EINVAL), more members missing
+ * than the level survives (-ENODEV), and a RAID 5 or 6 that is dirty and degraded
+ * unless TC_ARRAY_FORCE or TC_ARRAY_READONLY (-EUCLEAN; md's rule: the parity of
+ * stripes written at the crash may be wrong, and rebuilding from it may corrupt
+ * unrelated data in them; read-only, it is a warning).
+ */
+int tc_array_assemble(tc_ctx *ctx, tc_dev **devs, unsigned n, unsigned flags,
+		      tc_dev **out);
+
+/* One member superblock as tc_array_examine() reads it (mdadm --examine). */
+struct tc_array_member_info {
+	char uuid[37];            /* the array's */
+	char member_uuid[37];     /* this member's */
+	char name[TC_NAME_MAX];   /* the array's */
+	enum tc_raid_level_id level;
+	uint32_t chunk;           /* bytes */
+	unsigned copies, members;
+	int role;                 /* slot 0..members-1, or -1 for a hot spare */
+	bool dirty;               /* the array was open for writing (or stopped unclean) */
+	uint64_t events;
+	uint64_t data_offset;     /* bytes */
+	uint64_t member_size;     /* bytes of array data on every member */
+	uint64_t rebuild_pos;     /* rebuild checkpoint, bytes from data_offset */
+	uint64_t ctime_ns, utime_ns; /* created, last written: ns since the epoch */
+	enum tc_member_state slot_state[TC_ARRAY_MAX_MEMBERS];
+	unsigned copies_ok;       /* valid superblock copies, 0..2 */
+	char damage[160];         /* why copy 0 is not valid; "" when it is */
+};
+
+/*
+ * tc_array_examine - read @dev's member superblock without writing.  Returns 1 and
+ * *@out, 0 when @dev holds none (no magic), -EUCLEAN when no copy is valid
+ * (@out->damage says why), -EIO / -errno when it cannot be read.
+ */
+int tc_array_examine(tc_ctx *ctx, tc_dev *dev, struct tc_array_member_info *out);
+
+/* What an array with superblocks is (tc_array_identity). */
+struct tc_array_identity {
+	char name[TC_NAME_MAX];
+	char uuid[37];
+	uint64_t events;          /* the last written */
+	bool dirty;
+	bool readonly;            /* assembled with TC_ARRAY_READONLY */
+	uint64_t data_offset;     /* bytes */
+	uint64_t rebuild_pos;     /* bytes from data_offset */
+	unsigned nspares;
+	const char *spare[TC_ARRAY_MAX_MEMBERS]; /* their names, valid until tc_dev_close() */
+};
+
+/* tc_array_identity - fill @id.  Returns 0, -EINVAL (@array is not an array),
+ * -ENODATA (an array without superblocks, from tc_dev_new_array).  Thread-safe. */
+int tc_array_identity(tc_dev *array, struct tc_array_identity *id);
 
 #ifdef __cplusplus
 }

@@ -52,7 +52,7 @@ hdd="emu:hdd:$tmp/hdd.img"
 ssd="emu:sata-ssd:$tmp/ssd.img"
 say "1. an emulated 8 GiB HDD and a 256 MiB SATA SSD (sparse files in $tmp)"
 "$TC" create backing "$hdd" --name demo --size 8G
-"$TC" create cache "$ssd" --size 256M
+"$TC" create cache "$ssd" --unprotected-writeback --size 256M
 "$TC" attach --cache "$ssd" --backing "$hdd" --write-policy wb \
 	--device "$ssd" --device "$hdd" --control "$tmp/control.sock"
 say "serving it over NBD: tiercache serve"

@@ -11,13 +11,20 @@ set -eu
 
 # Build: compiler, meson/ninja, and the libraries libtiercache links.
 BUILD_PKGS="build-essential meson ninja-build pkg-config
-	liburing-dev libxxhash-dev libjson-c-dev libcmocka-dev libblkid-dev libinih-dev libisal-dev"
+	liburing-dev libxxhash-dev libjson-c-dev libcmocka-dev libblkid-dev libinih-dev libisal-dev
+	librbd-dev libmicrohttpd-dev"
 # Tests and tools: fio and NBD clients for integration tests, nbdkit for the server,
 # qemu-img/qemu-io, gnuplot for benchmark plots, compression libraries for traces,
-# groff and man to render the manual pages (the build makes them with python3).
-TOOL_PKGS="fio nbdkit nbdkit-plugin-dev libnbd-bin libnbd-dev qemu-utils gnuplot-nox
+# groff and man to render the manual pages (the build makes them with python3);
+# clang for the libFuzzer targets of `make fuzz` (the corpus replay of `make check` is
+# built with the usual compiler).  ceph-mon, ceph-osd and ceph-common run the throwaway
+# single-node Ceph cluster of the RBD tests (tests/integration/ceph-cluster.sh).
+# python3-prometheus-client, python3-pil and chromium check `serve --http`'s metrics and
+# status page (tests/integration/test-http.sh).
+TOOL_PKGS="clang fio nbdkit nbdkit-plugin-dev libnbd-bin libnbd-dev qemu-utils gnuplot-nox
 	zlib1g-dev libbz2-dev liblzma-dev libzstd-dev python3-libnbd e2fsprogs
-	python3 groff-base man-db"
+	python3 groff-base man-db ceph-mon ceph-osd ceph-common
+	python3-prometheus-client python3-pil chromium"
 
 die() {
 	echo "install-deps: error: $*" >&2

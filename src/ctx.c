@@ -25,7 +25,9 @@
  * One mutex protects the queue, the timers and the waiters of tc_ctx_wait_until();
  * callbacks always run with it released, so they may queue work, arm timers and wake
  * waiters freely.  A struct tc_waiter on a thread other than the worker does not use
- * it: it sleeps on a futex word of its own, which its completion alone wakes.
+ * it: it sleeps on a futex word of its own, which its completion alone wakes; before
+ * that it reaps what the thread queued for itself (ctx.h, struct tc_local_reaper), so a
+ * request the file backend put on the thread's own ring completes on the thread.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -548,6 +550,22 @@ void tc_ctx_wake(tc_ctx *ctx)
 	pthread_mutex_unlock(&ctx->lock);
 }
 
+/* This thread's reaper and armed flag (ctx.h, struct tc_local_reaper): per thread, not
+ * per context, because what they describe (a ring only this thread may reap, a wait
+ * about to start) belongs to the thread. */
+static __thread const struct tc_local_reaper *thread_reaper;
+static __thread bool thread_armed;
+
+void tc_thread_set_reaper(const struct tc_local_reaper *r)
+{
+	thread_reaper = r;
+}
+
+bool tc_thread_armed(void)
+{
+	return thread_armed;
+}
+
 /* The futex of a waiter of its own (ctx.h, struct tc_waiter). */
 static void waiter_futex(_Atomic uint32_t *word, int op, uint32_t val)
 {
@@ -561,6 +579,8 @@ void tc_waiter_init(struct tc_waiter *w, tc_ctx *ctx)
 	w->done = false;
 	w->own = ctx->mode == TC_CTX_THREADED && !on_worker(ctx);
 	atomic_init(&w->word, 0);
+	if (w->own)
+		thread_armed = true;
 }
 
 void tc_waiter_done(struct tc_waiter *w, int result)
@@ -584,8 +604,14 @@ void tc_waiter_done(struct tc_waiter *w, int result)
 int tc_waiter_wait(struct tc_waiter *w)
 {
 	if (w->own) {
+		const struct tc_local_reaper *r = thread_reaper;
 		uint32_t v = 0;
 
+		/* What this thread queued for itself, completed here (it may include our own
+		 * completion: then the word is 1 below and there is no sleep at all). */
+		thread_armed = false;
+		while (r && r->in_flight() > 0)
+			r->reap();
 		/* 0 -> 2: asleep until tc_waiter_done() stores 1 (a wake is never lost: the
 		 * futex sleeps only while the word is still 2). */
 		if (atomic_compare_exchange_strong_explicit(&w->word, &v, 2,

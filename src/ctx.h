@@ -105,6 +105,35 @@ struct tc_waiter {
 };
 
 void tc_waiter_init(struct tc_waiter *w, tc_ctx *ctx);
+
+/*
+ * Completions on the waiting thread (the served hit path without hand-offs).
+ *
+ * Between tc_waiter_init() and tc_waiter_wait() of an own waiter (threaded mode, not
+ * the worker) the thread is "armed": it is about to wait, so a device may queue the
+ * requests submitted in that window where only this thread can reap them (the file
+ * backend's ring per thread) and register a reaper.  tc_waiter_wait() then reaps them
+ * itself, running their completion callbacks on this thread, until the reaper has
+ * nothing in flight, and only then sleeps on its futex word if its own completion has
+ * still not come (it came through another thread).  A hit thus costs one sleep in the
+ * kernel for the device and no wake-up by another thread.
+ *
+ * Requests submitted by callbacks that run while reaping are not in the window (the
+ * flag is cleared when the wait starts): they go the ordinary way, so a chain of I/O
+ * that a completion starts never keeps the waiter.  Nothing blocks between init and
+ * wait except that wait itself, so what is queued there is always reaped.
+ *
+ * One reaper per thread (the file backend's); @in_flight and @reap run on this thread
+ * only.  Deterministic contexts never arm a thread: their order stays the seed's.
+ */
+struct tc_local_reaper {
+	unsigned (*in_flight)(void);    /* requests queued that only this thread reaps */
+	void (*reap)(void);             /* wait for one or more of them and complete them */
+};
+/* tc_thread_set_reaper - register (or with NULL, remove) this thread's reaper. */
+void tc_thread_set_reaper(const struct tc_local_reaper *r);
+/* tc_thread_armed - true between an own waiter's init and wait on this thread. */
+bool tc_thread_armed(void);
 /* tc_waiter_done - record @result and wake the waiter; call it last. */
 void tc_waiter_done(struct tc_waiter *w, int result);
 /* tc_waiter_wait - wait for tc_waiter_done(); returns its result, or -EDEADLK when a

@@ -19,6 +19,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "dev.h"
 #include "host.h"
 #include "tiercache-test.h"
 
@@ -157,7 +158,17 @@ static int assemble_backing(tc_host *h, struct host_dev *b)
 		return r;
 	}
 	const char *why = c ? "failed to open" : "is not among the devices given";
-	if (p->settings.write_policy == TC_WP_WB) {
+	/* A remote backing that records a cache holding its dirty data (src/cache/remote.c). */
+	char owner[256];
+	tc_dev_dirty_owner(b->dev, owner, sizeof(owner));
+	if (owner[0] && !(h->opts.dev_flags & TC_DEV_READONLY)) {
+		tc_err(h->ctx, "volume \"%s\" (backing %s) is not served: cache %s holds its "
+		       "dirty data (recorded on the image), and that cache %s here; detach or "
+		       "flush it on that host (if the cache is lost for good: `tiercache "
+		       "forget-cache %s`)", p->name, b->spec, owner, why, b->spec);
+		return -EBUSY;
+	}
+	if (tc_write_policy_is_wb(p->settings.write_policy)) {
 		tc_warn(h->ctx, "volume \"%s\" (backing %s) is not served: its cache %s %s, and "
 			"in write-back it may hold the volume's dirty data; give the cache's "
 			"device too (if the cache is lost for good: `tiercache forget-cache %s`)",
@@ -167,14 +178,112 @@ static int assemble_backing(tc_host *h, struct host_dev *b)
 	tc_warn(h->ctx, "volume \"%s\" (backing %s): its cache %s %s; serving the volume "
 		"uncached (its write policy %s keeps no dirty data in the cache)", p->name,
 		b->spec, p->cache_uuid, why, tc_write_policy_name(p->settings.write_policy));
-	int r = tc_backing_use_uncached(h->ctx, b->dev);
+	/* Inspection leaves the backing's superblock as it is. */
+	int r = h->opts.dev_flags & TC_DEV_READONLY ? 0 : tc_backing_use_uncached(h->ctx, b->dev);
 	if (r)
 		return r;
 	return export_add(h, b, NULL, NULL, TC_EXPORT_DEGRADED, NULL);
 }
 
+/* Array members among @specs: the devices whose superblock is an array member's,
+ * grouped by array uuid, each group replaced by one "array:M1,M2,..." spec where its
+ * first member was (tc_dev_open_spec assembles it).  *@out is a new list of *@nout
+ * malloc'ed specs. */
+static int group_array_members(tc_ctx *ctx, const char *const *specs, unsigned nspecs,
+			       unsigned dev_flags, char ***out, unsigned *nout)
+{
+	char **list = calloc(nspecs ? nspecs : 1, sizeof(*list));
+	char (*uuid)[37] = calloc(nspecs ? nspecs : 1, sizeof(*uuid));
+	int *group = calloc(nspecs ? nspecs : 1, sizeof(*group));
+	unsigned n = 0;
+	int r = 0;
+
+	if (!list || !uuid || !group) {
+		r = -ENOMEM;
+		goto out;
+	}
+	for (unsigned i = 0; i < nspecs; i++) {
+		tc_dev *d;
+		struct tc_probe *p = calloc(1, sizeof(*p));
+		uuid[i][0] = 0;
+		group[i] = -1;
+		struct stat st;
+		/* tc_dev_probe's verdict, not the array superblock's alone: a device
+		 * formatted over a member later (a cache keeps a member's copy 1) is what
+		 * it was formatted as. */
+		if (p && strncmp(specs[i], "array:", 6) && spec_stat(specs[i], &st) == 0 &&
+		    tc_dev_open_spec(ctx, specs[i], (dev_flags & ~(TC_DEV_EXCLUSIVE |
+				     TC_DEV_CREATE)) | TC_DEV_READONLY, 0, 0, &d) == 0) {
+			if (tc_dev_probe(ctx, d, p) == 0 && p->kind == TC_PROBE_ARRAY)
+				snprintf(uuid[i], sizeof(uuid[i]), "%s", p->uuid);
+			tc_dev_close(d);
+		}
+		free(p);
+	}
+	for (unsigned i = 0; i < nspecs && !r; i++) {
+		if (group[i] >= 0)
+			continue;
+		if (!uuid[i][0]) {
+			if (!(list[n++] = strdup(specs[i])))
+				r = -ENOMEM;
+			continue;
+		}
+		size_t len = 7;
+		for (unsigned j = i; j < nspecs; j++)
+			if (!strcmp(uuid[j], uuid[i]))
+				len += strlen(specs[j]) + 1;
+		char *a = malloc(len);
+		if (!a) {
+			r = -ENOMEM;
+			break;
+		}
+		strcpy(a, "array:");
+		for (unsigned j = i; j < nspecs; j++)
+			if (!strcmp(uuid[j], uuid[i])) {
+				if (j != i)
+					strcat(a, ",");
+				strcat(a, specs[j]);
+				group[j] = (int)n;
+			}
+		list[n++] = a;
+	}
+out:
+	if (r) {
+		for (unsigned i = 0; i < n; i++)
+			free(list[i]);
+		free(list);
+		list = NULL;
+		n = 0;
+	}
+	free(uuid);
+	free(group);
+	*out = list;
+	*nout = n;
+	return r;
+}
+
+static int host_assemble(tc_ctx *ctx, const char *const *specs, unsigned nspecs,
+			 const struct tc_host_opts *opts, tc_host **out);
+
 int tc_host_assemble(tc_ctx *ctx, const char *const *specs, unsigned nspecs,
 		     const struct tc_host_opts *opts, tc_host **out)
+{
+	char **list;
+	unsigned n;
+
+	*out = NULL;
+	int r = group_array_members(ctx, specs, nspecs, opts ? opts->dev_flags : 0, &list, &n);
+	if (r)
+		return r;
+	r = host_assemble(ctx, (const char *const *)list, n, opts, out);
+	for (unsigned i = 0; i < n; i++)
+		free(list[i]);
+	free(list);
+	return r;
+}
+
+static int host_assemble(tc_ctx *ctx, const char *const *specs, unsigned nspecs,
+			 const struct tc_host_opts *opts, tc_host **out)
 {
 	*out = NULL;
 	tc_host *h = calloc(1, sizeof(*h));
@@ -227,7 +336,10 @@ int tc_host_assemble(tc_ctx *ctx, const char *const *specs, unsigned nspecs,
 		struct host_dev *d = h->devs[i];
 		if (d->probe.kind != TC_PROBE_CACHE)
 			continue;
-		if (tc_cache_open(ctx, d->dev, &d->cache)) {
+		int cr = h->opts.dev_flags & TC_DEV_READONLY ?
+			tc_cache_open_readonly(ctx, d->dev, &d->cache) :
+			tc_cache_open(ctx, d->dev, &d->cache);
+		if (cr) {
 			d->cache = NULL;
 			d->cache_failed = true;
 		}
@@ -268,7 +380,8 @@ int tc_host_close(tc_host *h)
 			bool served = false;
 			for (unsigned j = 0; j < h->nexps; j++)
 				served |= h->exps[j]->backing == d && !atomic_load(&h->exps[j]->vol);
-			int r = served ? tc_dev_flush(d->dev) : 0;
+			int r = served && !(h->opts.dev_flags & TC_DEV_READONLY) ?
+				tc_dev_flush(d->dev) : 0;
 			if (r && !first)
 				first = r;
 		}
@@ -343,6 +456,23 @@ tc_export *tc_host_find(tc_host *h, const char *name)
 	return found;
 }
 
+tc_dev *tc_host_array_at(tc_host *h, unsigned i, const char **spec)
+{
+	tc_dev *found = NULL;
+	pthread_mutex_lock(&h->lock);
+	for (unsigned k = 0; k < h->ndevs && !found; k++) {
+		struct tc_dev_info info;
+		tc_dev_info(h->devs[k]->base, &info);
+		if (strcmp(info.backend, "array") || i--)
+			continue;
+		found = h->devs[k]->base;
+		if (spec)
+			*spec = h->devs[k]->spec;
+	}
+	pthread_mutex_unlock(&h->lock);
+	return found;
+}
+
 tc_cache *tc_host_cache_at(tc_host *h, unsigned i, const char **spec)
 {
 	tc_cache *found = NULL;
@@ -360,6 +490,76 @@ tc_cache *tc_host_cache_at(tc_host *h, unsigned i, const char **spec)
 tc_ctx *tc_host_ctx(tc_host *h)
 {
 	return h->ctx;
+}
+
+/* Whether @name (a device of an array) is @spec or the file behind it (@st, @have). */
+static bool same_device(const char *name, const char *spec, bool have, const struct stat *st)
+{
+	struct stat ns;
+	return !strcmp(name, spec) ||
+	       (have && spec_stat(name, &ns) == 0 && ns.st_dev == st->st_dev &&
+		ns.st_ino == st->st_ino);
+}
+
+/* The array of @h that has @spec among its members, spares or retired members. */
+static tc_dev *host_array_holding(tc_host *h, const char *spec, bool have,
+				  const struct stat *st)
+{
+	struct tc_array_status *as = malloc(sizeof(*as));
+	tc_dev *a, *found = NULL;
+	for (unsigned i = 0; as && !found && (a = tc_host_array_at(h, i, NULL)); i++) {
+		if (tc_array_status(a, as))
+			continue;
+		for (unsigned k = 0; k < as->members && !found; k++)
+			if (as->member[k].name && same_device(as->member[k].name, spec, have, st))
+				found = a;
+		for (unsigned k = 0; k < as->nextra && !found; k++)
+			if (as->extra[k].name && same_device(as->extra[k].name, spec, have, st))
+				found = a;
+	}
+	free(as);
+	return found;
+}
+
+int tc_host_open_spare(tc_host *h, const char *spec, bool force, tc_dev **out)
+{
+	struct stat st;
+	bool have = spec_stat(spec, &st) == 0;
+	pthread_mutex_lock(&h->lock);
+	struct host_dev *hd = host_dev_match(h, spec, have, &st);
+	pthread_mutex_unlock(&h->lock);
+	if (hd) {
+		tc_err(h->ctx, "device %s: already a device of this server (%s)", spec, hd->spec);
+		return -EEXIST;
+	}
+	tc_dev *a = host_array_holding(h, spec, have, &st);
+	if (a) {
+		struct tc_array_identity id;
+		tc_err(h->ctx, "device %s: already in array \"%s\" of this server", spec,
+		       tc_array_identity(a, &id) ? "?" : id.name);
+		return -EEXIST;
+	}
+	tc_dev *d;
+	int r = tc_dev_open_spec(h->ctx, spec, h->opts.dev_flags, 0, h->opts.crash_seed, &d);
+	if (r)
+		return r;
+	struct tc_probe p;
+	if (!force && (r = tc_dev_probe(h->ctx, d, &p)) == 0 && p.kind != TC_PROBE_EMPTY) {
+		if (p.kind == TC_PROBE_ARRAY)
+			tc_err(h->ctx, "device %s: belongs to array \"%s\" (uuid %s); give "
+			       "--force to reuse it", spec, p.name, p.uuid);
+		else
+			tc_err(h->ctx, "device %s: holds %s; give --force to reuse it", spec,
+			       p.kind == TC_PROBE_CACHE ? "a tiercache cache" :
+			       p.kind == TC_PROBE_BACKING ? "a tiercache backing" : p.what);
+		r = -EINVAL;
+	}
+	if (r) {
+		tc_dev_close(d);
+		return r;
+	}
+	*out = d;
+	return 0;
 }
 
 /* ---- live attach and detach ------------------------------------------------------- */

@@ -24,6 +24,7 @@ static const char *const write_policy_names[] = {
 	[TC_WP_WB] = "wb",
 	[TC_WP_WA] = "wa",
 	[TC_WP_PT] = "pt",
+	[TC_WP_INSTWB] = "instwb",
 };
 
 static const char *const flush_rate_names[] = {
@@ -42,12 +43,24 @@ static const char *const fill_names[] = {
 	[TC_FILL_LINE] = "line",
 };
 
+static const char *const prio_names[] = {
+	[TC_PRIO_NORMAL] = "normal",
+	[TC_PRIO_HIGH] = "high",
+	[TC_PRIO_BULK] = "low",
+};
+
 static const struct {
 	const char *name;
 	const struct tc_repl_ops *ops;
 } replacements[] = {
 	[TC_REPL_LRU] = { "lru", &tc_repl_lru },
 	[TC_REPL_S3FIFO] = { "s3fifo", &tc_repl_s3fifo },
+	[TC_REPL_ARC] = { "arc", &tc_repl_arc },
+	[TC_REPL_2Q] = { "2q", &tc_repl_2q },
+	[TC_REPL_SIEVE] = { "sieve", &tc_repl_sieve },
+	[TC_REPL_WTINYLFU] = { "wtinylfu", &tc_repl_wtinylfu },
+	[TC_REPL_LIRS] = { "lirs", &tc_repl_lirs },
+	[TC_REPL_WTINYLFU_HC] = { "wtinylfu-hc", &tc_repl_wtinylfu_hc },
 };
 
 #define ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
@@ -63,11 +76,16 @@ static int name_parse(const char *const *names, size_t n, const char *s)
 	return -EINVAL;
 }
 
-/* tc_write_policy_name - "wt", "wb", "wa", "pt" for enum tc_write_policy @wp;
+/* tc_write_policy_name - "wt", "wb", "wa", "pt", "instwb" for enum tc_write_policy @wp;
  * "unknown" when out of range.  Returns a static string. */
 const char *tc_write_policy_name(unsigned wp)
 {
 	return wp < ARRAY_SIZE(write_policy_names) ? write_policy_names[wp] : "unknown";
+}
+
+bool tc_write_policy_is_wb(unsigned wp)
+{
+	return wp == TC_WP_WB || wp == TC_WP_INSTWB;
 }
 
 /* tc_write_policy_parse - the enum tc_write_policy value named @s (exact, lower case),
@@ -89,7 +107,7 @@ int tc_flush_rate_parse(const char *s)
 	return name_parse(flush_rate_names, ARRAY_SIZE(flush_rate_names), s);
 }
 
-/* tc_replacement_name - "lru", "s3fifo"; "unknown" when out of range. */
+/* tc_replacement_name - "lru", "s3fifo", "arc", "2q", "sieve", "wtinylfu", "lirs", "wtinylfu-hc"; "unknown" when out of range. */
 const char *tc_replacement_name(unsigned r)
 {
 	return r < ARRAY_SIZE(replacements) ? replacements[r].name : "unknown";
@@ -129,6 +147,19 @@ const char *tc_fill_name(unsigned f)
 int tc_fill_parse(const char *s)
 {
 	return name_parse(fill_names, ARRAY_SIZE(fill_names), s);
+}
+
+/* tc_prio_name - "normal", "high", "low" (TC_PRIO_BULK) for enum tc_prio; "unknown"
+ * when out of range. */
+const char *tc_prio_name(unsigned p)
+{
+	return p < ARRAY_SIZE(prio_names) ? prio_names[p] : "unknown";
+}
+
+/* tc_prio_parse - the enum tc_prio value named @s, or -EINVAL. */
+int tc_prio_parse(const char *s)
+{
+	return name_parse(prio_names, ARRAY_SIZE(prio_names), s);
 }
 
 bool tc_volume_name_valid(const char *name)

@@ -369,6 +369,9 @@ static int format_devices(struct bench *b, const char *wp, bool cache)
 		args[n++] = "cache";
 		args[n++] = b->ssd;
 		args[n++] = "--json";
+		/* The benchmark's own cache, formatted for the run: its write-back policies
+		 * are measured on a single device. */
+		args[n++] = "--unprotected-writeback";
 		if (b->line_size) {
 			args[n++] = "--line-size";
 			args[n++] = lsbuf;

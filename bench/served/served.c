@@ -285,7 +285,7 @@ static int served_devices(struct served *b, int k, const char *cmd)
 	snprintf(csz, sizeof(csz), "%" PRIu64, cache_size);
 	snprintf(bsz, sizeof(bsz), "%" PRIu64, b->ws + (1u << 20));
 	char *c1[] = { (char *)cmd, "create", "cache", b->ssd[k], "--size", csz, "--force",
-		       NULL };
+		       "--unprotected-writeback", NULL };
 	char *c2[] = { (char *)cmd, "create", "backing", b->hdd[k], "--name", "bench",
 		       "--size", bsz, "--write-policy", "wb", "--flush-rate", "low",
 		       "--force", NULL };

@@ -150,6 +150,8 @@ int tc_backing_use_uncached(tc_ctx *ctx, tc_dev *dev)
 	int r = tc_backing_sb_read(ctx, dev, &b, &latest);
 	if (r)
 		return r;
+	if ((r = tc_remote_check_uncached(ctx, dev, b.name)))
+		return r;
 	b.attach_gen++;
 	return backing_sb_rewrite(ctx, dev, &b, latest);
 }
@@ -170,6 +172,7 @@ int tc_backing_forget_cache(tc_ctx *ctx, tc_dev *dev, char cache_uuid[37])
 		tc_fmt_uuid_str(b.cache_uuid, cache_uuid);
 	memset(b.cache_uuid, 0, sizeof(b.cache_uuid));
 	b.attach_gen++;
-	return backing_sb_rewrite(ctx, dev, &b, latest);
+	r = backing_sb_rewrite(ctx, dev, &b, latest);
+	return r ? r : tc_remote_forget(ctx, dev, b.name);
 }
 

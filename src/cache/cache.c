@@ -78,6 +78,11 @@ struct format_op {
 	tc_dev *dev;
 	struct tc_cache_opts o;
 	struct tc_cache_sb *sb;          /* the superblock being made */
+	/* Over an old cache of the same metadata layout: its newest superblock copy, and
+	 * whether the format keeps its metadata intact until the point of no return. */
+	bool over_old;
+	int old_latest;
+	uint8_t old_uuid[16];
 };
 
 static int format_check(void *arg)
@@ -108,16 +113,101 @@ static int format_layout(void *arg)
 	sb->dirty_low_pct = op->o.dirty_low_pct;
 	sb->dirty_high_pct = op->o.dirty_high_pct;
 	sb->csum_off = !op->o.checksums;
+	sb->wb_guard = op->o.unprotected_writeback ? TC_WB_GUARD_OVERRIDE :
+		       TC_WB_GUARD_PROTECTED;
 	sb->clean_shutdown = 1;
 	return 0;
 }
 
-/* Empty metadata blocks, both copies, seq 0, in 1 MiB writes. */
-static int format_metadata(void *arg)
+/*
+ * A format over an old cache is all-or-nothing when both lay out the metadata alike
+ * (same device size and line size, the usual re-create): the new empty blocks go first
+ * only into the copy of each block the old cache does not use (its newest valid copy
+ * stays), then the new superblock, one generation above the old, into the copy the old
+ * does not use: that write is the point of no return.  Before it the old cache opens
+ * as it was (a block copy of another cache is ignored); after it the new one does.
+ * Then the other copies are written.  With another layout the old cache is simply
+ * overwritten (a cut in the middle leaves a cache that is refused as damaged).
+ */
+static int format_find_old(void *arg)
 {
 	struct format_op *op = arg;
 	struct tc_cache_sb *sb = op->sb;
-	const uint32_t per_write = 256;
+	uint8_t *buf = tc_alloc_buf(2 * TC_CACHE_SB_SIZE);
+	struct tc_cache_sb *old = calloc(1, sizeof(*old)), *tmp = calloc(1, sizeof(*tmp));
+	int best = -1;
+	if (!buf || !old || !tmp) {
+		free(buf);
+		free(old);
+		free(tmp);
+		return -ENOMEM;
+	}
+	/* An unreadable or foreign device has no old cache to keep. */
+	if (!tc_dev_pread(op->dev, buf, 2 * TC_CACHE_SB_SIZE, 0)) {
+		for (int i = 0; i < 2; i++) {
+			char why[200];
+			if (tc_fmt_cache_sb_decode(buf + i * TC_CACHE_SB_SIZE, tmp, why,
+						   sizeof(why)) == TC_FMT_OK &&
+			    (best < 0 || tmp->generation > old->generation)) {
+				*old = *tmp;
+				best = i;
+			}
+		}
+	}
+	if (best >= 0) {
+		sb->generation = old->generation + 1;
+		op->over_old = old->md_offset == sb->md_offset &&
+			       old->md_blocks == sb->md_blocks && old->line_size == sb->line_size;
+		op->old_latest = best;
+		if (op->over_old)
+			memcpy(op->old_uuid, old->uuid, 16);
+	}
+	free(buf);
+	free(old);
+	free(tmp);
+	return 0;
+}
+
+/* Encode the empty block @b of the new cache at @out. */
+static void encode_empty_block(const struct tc_cache_sb *sb, struct tc_md_block *blk,
+			       uint64_t b, uint8_t *out)
+{
+	memset(blk, 0, sizeof(*blk));
+	blk->index = (uint32_t)b;
+	blk->seq = 0;
+	memcpy(blk->cache_uuid, sb->uuid, 16);
+	uint64_t first = b * TC_MD_ENTRIES_PER_BLOCK;
+	uint64_t left = sb->nslots - first;
+	blk->nentries = (uint16_t)(left < TC_MD_ENTRIES_PER_BLOCK ? left : TC_MD_ENTRIES_PER_BLOCK);
+	tc_fmt_md_block_encode(blk, out);
+}
+
+/* The old cache's newest valid copy of block @b (0 or 1), from its two copies at
+ * @pair; -1 when neither is valid. */
+static int old_newest_copy(const struct format_op *op, const uint8_t *pair, uint64_t b,
+			   struct tc_md_block *blk)
+{
+	char why[200];
+	unsigned units = op->sb->line_size / TC_UNIT_SIZE;
+	uint64_t seq[2];
+	bool ok[2];
+	for (int c = 0; c < 2; c++) {
+		ok[c] = tc_fmt_md_block_decode(pair + (size_t)c * TC_MD_BLOCK_SIZE, (uint32_t)b,
+					       units, blk, why, sizeof(why)) == TC_FMT_OK &&
+			!memcmp(blk->cache_uuid, op->old_uuid, 16);
+		seq[c] = blk->seq;
+	}
+	if (ok[0] && (!ok[1] || seq[0] >= seq[1]))
+		return 0;
+	return ok[1] ? 1 : -1;
+}
+
+/* Empty metadata blocks, seq 0, in 1 MiB writes: into both copies, or (@spare_only)
+ * only into the copy the old cache does not use. */
+static int write_metadata(struct format_op *op, bool spare_only)
+{
+	struct tc_cache_sb *sb = op->sb;
+	const uint32_t per_write = 256;   /* block copies */
 	uint8_t *buf = tc_alloc_buf((size_t)per_write * TC_MD_BLOCK_SIZE);
 	struct tc_md_block *blk = calloc(1, sizeof(*blk));
 	if (!buf || !blk) {
@@ -129,26 +219,32 @@ static int format_metadata(void *arg)
 	uint64_t total = sb->md_blocks * 2;
 	for (uint64_t i = 0; i < total && !r; i += per_write) {
 		uint32_t n = (uint32_t)(total - i < per_write ? total - i : per_write);
-		for (uint32_t j = 0; j < n; j++) {
+		uint64_t off = sb->md_offset + i * TC_MD_BLOCK_SIZE;
+		if (spare_only)
+			r = tc_dev_pread(op->dev, buf, (uint64_t)n * TC_MD_BLOCK_SIZE, off);
+		for (uint32_t j = 0; j < n && !r; j += 2) {
 			uint64_t b = (i + j) / 2;
-			memset(blk, 0, sizeof(*blk));
-			blk->index = (uint32_t)b;
-			blk->seq = 0;
-			memcpy(blk->cache_uuid, sb->uuid, 16);
-			uint64_t first = b * TC_MD_ENTRIES_PER_BLOCK;
-			uint64_t left = sb->nslots - first;
-			blk->nentries = (uint16_t)(left < TC_MD_ENTRIES_PER_BLOCK ? left :
-						   TC_MD_ENTRIES_PER_BLOCK);
-			tc_fmt_md_block_encode(blk, buf + (size_t)j * TC_MD_BLOCK_SIZE);
+			uint8_t *pair = buf + (size_t)j * TC_MD_BLOCK_SIZE;
+			int keep = spare_only ? old_newest_copy(op, pair, b, blk) : -1;
+			for (int c = 0; c < 2; c++)
+				if (c != keep)
+					encode_empty_block(sb, blk, b,
+							   pair + (size_t)c * TC_MD_BLOCK_SIZE);
 		}
-		r = tc_dev_pwrite(op->dev, buf, (uint64_t)n * TC_MD_BLOCK_SIZE,
-				  sb->md_offset + i * TC_MD_BLOCK_SIZE, 0);
+		if (!r)
+			r = tc_dev_pwrite(op->dev, buf, (uint64_t)n * TC_MD_BLOCK_SIZE, off, 0);
 	}
 	free(blk);
 	free(buf);
 	if (r)
 		tc_err(op->ctx, "cache %s: format failed: %s", op->dev->name, strerror(-r));
 	return r;
+}
+
+static int format_metadata(void *arg)
+{
+	struct format_op *op = arg;
+	return write_metadata(op, op->over_old);
 }
 
 static int format_superblocks(void *arg)
@@ -161,7 +257,23 @@ static int format_superblocks(void *arg)
 		r = -ENOMEM;
 	} else {
 		tc_fmt_cache_sb_encode(op->sb, sbuf);
-		r = tc_sb_write_both(dev, sbuf, TC_CACHE_SB_SIZE);
+		if (op->over_old) {
+			/* The point of no return, then the old cache's copies. */
+			int spare = !op->old_latest;
+			r = tc_dev_pwrite(dev, sbuf, TC_CACHE_SB_SIZE,
+					  (uint64_t)spare * TC_CACHE_SB_SIZE, 0);
+			if (!r)
+				r = tc_dev_flush(dev);
+			if (!r)
+				r = write_metadata(op, false);
+			if (!r)
+				r = tc_dev_pwrite(dev, sbuf, TC_CACHE_SB_SIZE,
+						  (uint64_t)op->old_latest * TC_CACHE_SB_SIZE, 0);
+			if (!r)
+				r = tc_dev_flush(dev);
+		} else {
+			r = tc_sb_write_both(dev, sbuf, TC_CACHE_SB_SIZE);
+		}
 		free(sbuf);
 	}
 	if (r)
@@ -172,6 +284,7 @@ static int format_superblocks(void *arg)
 static const struct tc_step format_steps[] = {
 	{ "check the options", format_check, NULL },
 	{ "lay out the device", format_layout, NULL },
+	{ "find an old cache", format_find_old, NULL },
 	{ "write empty metadata", format_metadata, NULL },
 	{ "write the superblocks", format_superblocks, NULL },
 };
@@ -253,6 +366,7 @@ static void cache_tick(struct tc_timer *t)
 	struct tc_cache *c = (struct tc_cache *)((char *)t - offsetof(struct tc_cache, tick));
 	uint64_t now = tc_ctx_now(c->ctx);
 	tc_meta_tick(c, now);
+	tc_protect_tick(c, now);
 	tc_cleaner_tick(c, now);
 	if (!c->closing)
 		tc_ctx_timer_arm(c->ctx, &c->tick, now + TC_TICK_NS);
@@ -413,6 +527,24 @@ static int open_mark_in_use(void *arg)
 	return tc_cache_sb_write(op->c);
 }
 
+/*
+ * Entries naming a volume the superblock no longer records (a detach cut between its
+ * record's removal and the commit dropping its lines) were dropped in memory; on the
+ * device they stay until their blocks are written again.  That happens now, before an
+ * attach can give the id to a new volume: a crash after that attach would otherwise
+ * load the old entries as the new volume's lines.
+ */
+static int open_drop_orphans(void *arg)
+{
+	struct open_op *op = arg;
+	struct tc_cache *c = op->c;
+	if (!c->recovered_orphans)
+		return 0;
+	tc_info(c->ctx, "cache %s: %" PRIu64 " metadata entries of detached volumes dropped; "
+		"committing", c->dev->name, c->recovered_orphans);
+	return tc_meta_commit_sync(c);
+}
+
 static int open_start_timer(void *arg)
 {
 	struct open_op *op = arg;
@@ -425,8 +557,8 @@ static int open_start_timer(void *arg)
  * The cache device's health: a device that reports it failed (an array past its
  * redundancy, a lost remote connection) puts every volume into pass-through at once,
  * as too many I/O errors do (tc_cache_error), instead of after the errors pile up.
- * Losing and regaining redundancy is logged here; the write policies that depend on it
- * follow it where the volumes' policies are decided.
+ * Losing and regaining redundancy is logged here and holds or releases write-back
+ * (protect.c).
  */
 static void cache_dev_event(void *opaque, tc_dev *dev, enum tc_dev_event ev)
 {
@@ -444,10 +576,12 @@ static void cache_dev_event(void *opaque, tc_dev *dev, enum tc_dev_event ev)
 	case TC_DEV_DEGRADED:
 		tc_warn(c->ctx, "cache %s: the device is degraded (it survives %u more failures)",
 			c->dev->name, l.redundancy);
+		tc_protect_event(c, ev);
 		break;
 	case TC_DEV_REDUNDANT:
 		tc_info(c->ctx, "cache %s: the device is redundant again (it survives %u "
 			"failures)", c->dev->name, l.redundancy);
+		tc_protect_event(c, ev);
 		break;
 	}
 }
@@ -455,6 +589,7 @@ static void cache_dev_event(void *opaque, tc_dev *dev, enum tc_dev_event ev)
 static int open_watch(void *arg)
 {
 	struct open_op *op = arg;
+	tc_protect_init(op->c);
 	return tc_dev_watch(op->dev, cache_dev_event, op->c);
 }
 
@@ -469,6 +604,7 @@ static const struct tc_step open_steps[] = {
 	{ "watch the device's health", open_watch, open_unwatch },
 	{ "load the line metadata", open_load, NULL },
 	{ "mark the cache in use", open_mark_in_use, NULL },
+	{ "drop entries of detached volumes", open_drop_orphans, NULL },
 	{ "start the timer", open_start_timer, NULL },
 };
 
@@ -481,10 +617,59 @@ int tc_cache_open(tc_ctx *ctx, tc_dev *dev, tc_cache **out)
 	return r;
 }
 
+/* Read-only from the first step on: the superblock is not marked in use and no timer
+ * runs (no metadata commit, no cleaning); tc_cache_sb_write(), tc_backing_sb_write()
+ * and commits refuse with -EROFS. */
+static int open_set_readonly(void *arg)
+{
+	struct open_op *op = arg;
+	op->c->readonly = true;
+	return 0;
+}
+
+/* What status reports of write-back protection (the stored guard, the device's
+ * redundancy now), as an open for service sees it; nothing is watched or written. */
+static int open_guard(void *arg)
+{
+	struct open_op *op = arg;
+	tc_protect_init(op->c);
+	return 0;
+}
+
+static const struct tc_step open_readonly_steps[] = {
+	{ "set up from the superblock", open_setup, open_free },
+	{ "refuse every write", open_set_readonly, NULL },
+	{ "read the write-back guard", open_guard, NULL },
+	{ "load the line metadata", open_load, NULL },
+};
+
+int tc_cache_open_readonly(tc_ctx *ctx, tc_dev *dev, tc_cache **out)
+{
+	struct open_op op = { .ctx = ctx, .dev = dev };
+	int r = tc_steps_run(ctx, "open read-only", open_readonly_steps,
+			     TC_STEPS_N(open_readonly_steps), &op);
+	if (!r)
+		*out = op.c;
+	return r;
+}
+
+bool tc_cache_is_readonly(tc_cache *c)
+{
+	return c->readonly;
+}
+
 /* ---- close ------------------------------------------------------------------------ */
 
 int tc_cache_close(tc_cache *c)
 {
+	if (c->readonly) {
+		/* Nothing to commit or mark: what is on the device stays as it was. */
+		tc_mngt_wait_requests(c, NULL);
+		c->closing = true;
+		tc_mngt_wait_idle(c);
+		tc_cache_free(c);
+		return 0;
+	}
 	tc_mngt_wait_requests(c, NULL);
 	c->closing = true;
 	tc_ctx_timer_cancel(c->ctx, &c->tick);

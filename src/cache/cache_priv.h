@@ -120,6 +120,16 @@ struct tc_volume {
 	_Atomic int draining;            /* >0: writes go write-through, cleaner flat out */
 	atomic_bool discarding;          /* detach dropping dirty data: no writeback at all */
 	_Atomic int wb_inflight;         /* writes planned as write-back, not yet finished */
+	/* The service-rate rule (plan.c, stream_path): EWMA of the rate at which
+	 * whole-stripe writes of this volume completed, bytes/s: [0] made dirty at once
+	 * in the cache (TC_SRATE_CACHE), [1] written whole to the backing
+	 * (TC_SRATE_BACKING); 0 = not measured yet.  srate_n counts each path's
+	 * completed requests, srate_kept those sampled (not the first after a switch of
+	 * path), srate_tick the decisions; srate_last is the path of the latest. */
+	_Atomic uint64_t srate[2];
+	atomic_uint srate_n[2], srate_kept[2];
+	_Atomic uint8_t srate_last;
+	atomic_uint srate_tick;
 	_Atomic uint64_t dirty_units;    /* 4 KiB units dirty */
 	_Atomic uint64_t valid_units;
 	_Atomic uint64_t last_io_ns;
@@ -147,6 +157,76 @@ struct tc_volume {
 	atomic_bool undurable_warned;    /* the "dirty data cannot be made durable" message */
 	/* Counters (atomic). */
 	_Atomic uint64_t st[32];
+	/* Latency histograms, one per enum tc_lat_class (stats.c); lat_off: recording
+	 * stopped (tc_volume_set_latency_stats, for the hit-path benchmark). */
+	struct tc_lat_hist *lat;
+	atomic_bool lat_off;
+	/* Range maintenance (range.c): range_busy, one range operation at a time; while
+	 * range_flush, writes to lines [range_lo, range_hi) go write-through and the
+	 * cleaner writes back only those lines, unlimited. */
+	atomic_bool range_busy, range_flush;
+	_Atomic uint64_t range_lo, range_hi;
+	/* Partition (alloc.c): slots mapped to this volume, and its reserve and cap in
+	 * lines (0 = none), resolved from the settings by tc_shares_update(). */
+	_Atomic uint64_t lines;
+	_Atomic uint64_t res_lines, cap_lines;
+	atomic_bool cap_pressure;        /* at its cap with no own line evictable: the
+					  * cleaner writes it back at full rate */
+	/* Ranges with cache attributes (region.c): the lines form, read lock-free by the
+	 * I/O path under the sequence lock region_seq (odd while a writer stores), and
+	 * the byte form (region_tab, region_n) under region_lock, sorted by offset. */
+	_Atomic uint32_t region_seq;
+	_Atomic uint32_t nregions;
+	struct {
+		_Atomic uint64_t span;       /* first line << 32 | last line */
+		_Atomic uint32_t attr;       /* kind | write policy << 8 */
+	} regions[TC_VOL_REGIONS_MAX];
+	pthread_mutex_t region_lock;
+	struct tc_region region_tab[TC_VOL_REGIONS_MAX];
+	unsigned region_n;
+	_Atomic uint64_t pinned_lines;   /* resident slots carrying TC_LINE_PINNED */
+};
+
+/* ---- ranges with cache attributes (region.c) ---- */
+/* The kind (enum tc_region_kind) of the range holding line @line_no of @v, 0 for none;
+ * *@wp (may be NULL) its write policy.  Lock-free, any thread. */
+unsigned tc_region_lookup(struct tc_volume *v, uint32_t line_no, uint8_t *wp);
+static inline unsigned tc_region_of(struct tc_volume *v, uint32_t line_no, uint8_t *wp)
+{
+	if (!atomic_load_explicit(&v->nregions, memory_order_relaxed))
+		return 0;
+	return tc_region_lookup(v, line_no, wp);
+}
+/* Whether a range of @kind touches lines [@first, @last] of @v.  Lock-free. */
+bool tc_region_any(struct tc_volume *v, uint32_t first, uint32_t last, unsigned kind);
+/* The volume's ranges from the cache superblock into its tables (attach, sb_lock
+ * held); the slots follow with tc_regions_reconcile() once it is online. */
+void tc_regions_load(struct tc_volume *v);
+/* Make the volume's resident slots agree with its pins (no lock held; O(slots)). */
+void tc_regions_reconcile(struct tc_volume *v);
+/* Remove volume @id's ranges from superblock @sb (its record goes). */
+void tc_regions_drop_record(struct tc_cache_sb *sb, uint8_t id);
+/* Lines pinned by volume @id's ranges in the cache superblock (sb_lock held). */
+uint64_t tc_regions_pinned_lines(struct tc_cache *c, uint8_t id);
+
+/* Whether line @line_no of @v is in a range flush's window (tc_volume_flush_range). */
+static inline bool tc_range_flushing(struct tc_volume *v, uint64_t line_no)
+{
+	return atomic_load(&v->range_flush) && line_no >= atomic_load(&v->range_lo) &&
+	       line_no < atomic_load(&v->range_hi);
+}
+
+/*
+ * A histogram recorded lock-free by every thread completing requests: the buckets of
+ * struct tc_hist (same geometry, tc_hist_bucket()), each an atomic counter, plus the
+ * exact sum and extremes.  The count is the sum of the buckets; the minimum is kept
+ * inverted (~min) so that zeroed memory means "empty" and both extremes grow by CAS.
+ */
+struct tc_lat_hist {
+	_Atomic uint64_t sum;            /* ns */
+	_Atomic uint64_t max;            /* ns */
+	_Atomic uint64_t inv_min;        /* ~min ns; 0 while empty */
+	_Atomic uint64_t b[TC_HIST_BUCKETS];
 };
 
 /* Indexes into tc_volume.st[] */
@@ -159,6 +239,9 @@ enum {
 	/* The volume's traffic on the cache device (its wear): every slot read and write,
 	 * and of those the fills of read misses and the cleaner's reads. */
 	ST_CACHE_BYTES_READ, ST_CACHE_BYTES_WRITTEN, ST_CACHE_FILL_BYTES, ST_CACHE_WB_READ_BYTES,
+	/* Instant write-back: bytes of full stripes made dirty at once; wb: bytes of
+	 * whole-stripe writes sent to the backing in one request. */
+	ST_INSTANT_BYTES, ST_FULL_STRIPE_BYTES,
 	ST__COUNT
 };
 _Static_assert(ST__COUNT <= 32, "stats array");
@@ -219,19 +302,40 @@ struct tc_cache {
 	struct tc_cleaner cleaner;
 	struct tc_timer tick;
 	_Atomic bool closing;
+	bool readonly;                   /* opened for inspection: nothing is ever written
+					  * (tc_cache_open_readonly) */
 	struct tc_volume *vols[TC_MAX_VOLUMES + 1];   /* online volumes by id */
 	_Atomic uint64_t dirty_lines, used_lines;
 	_Atomic uint64_t cache_errors;
 	_Atomic bool failed;             /* pass-through fallback for every volume */
+	_Atomic uint8_t wb_hold;         /* enum tc_hold: write-back volumes go write-through
+					  * (protect.c) */
+	_Atomic uint8_t wb_guard;        /* sb.wb_guard, for readers without sb_lock */
+	uint8_t hold_logged;             /* the hold the log last spoke of (protect work) */
+	_Atomic bool protect_queued;     /* protect_work is queued or running */
+	struct tc_work protect_work;     /* logs a hold change, kicks the cleaner */
+	/* The error-rate rule (protect.c, tc_protect_tick): read errors of each member of
+	 * an array cache device, sampled every second; err_snap holds the counts at the
+	 * start of each of the last TC_ERR_BUCKETS buckets of TC_ERR_BUCKET_NS (a ring,
+	 * err_pos the oldest).  Timer thread only, except err_hold (read anywhere). */
+	bool err_array;                  /* the device is an array: the rule applies */
+	uint64_t err_next_ns, err_bucket_ns;
+	unsigned err_pos;
+	uint64_t err_snap[6][TC_ARRAY_MAX_MEMBERS];
+	_Atomic bool err_hold;           /* a member is over the error threshold */
+	_Atomic unsigned err_member;     /* the worst member, and its errors in the window */
+	_Atomic uint64_t err_count;
 	_Atomic uint32_t *csum;          /* nslots * units checksums of cached data (csum.c),
 					  * NULL when the cache has them off */
 	_Atomic uint64_t csum_errors;    /* units read back that failed their checksum */
 	_Atomic bool pressure;           /* dirty above high watermark until below low */
 	_Atomic bool alloc_starved;      /* an allocation found nothing evictable */
+	atomic_bool shares;              /* some online volume has a reserve or a cap */
 	_Atomic bool kick_queued;        /* kick_work is queued */
 	struct tc_work kick_work;        /* runs the cleaner now, off the I/O path */
 	_Atomic uint64_t commits, commit_blocks;
 	uint64_t recovered_dirty, recovered_dropped, recovery_ns;
+	uint64_t recovered_orphans;      /* entries of no recorded volume dropped at load */
 	_Atomic int inflight_reqs;
 	struct tc_live live[TC_LIVE_SHARDS];  /* requests in flight (request.c) */
 };
@@ -240,6 +344,41 @@ struct tc_cache {
  * after a change, and acts on what it saw. */
 #define TC_SET(v, field) __atomic_load_n(&(v)->set.field, __ATOMIC_RELAXED)
 void tc_settings_publish(struct tc_volume *v, const struct tc_volume_settings *s);
+
+/* ---- protected write-back (protect.c) ---- */
+/* Why write-back volumes run write-through (tc_cache.wb_hold). */
+enum tc_hold {
+	TC_HOLD_NONE = 0,
+	TC_HOLD_DEGRADED = 1,     /* the device reported TC_DEV_DEGRADED */
+	TC_HOLD_UNPROTECTED = 2,  /* no redundancy and no override in the superblock */
+	TC_HOLD_ERRORS = 3,       /* a member's read errors over the threshold (below) */
+};
+/* The error-rate rule: a member of an array cache device with TC_ERR_HOLD read errors
+ * (failed reads, corrected or not) in the last TC_ERR_WINDOW_NS holds write-back as a
+ * degrade does; the hold ends once every member has at most TC_ERR_CLEAR in the
+ * window.  Why these figures: protect.c. */
+#define TC_ERR_HOLD 10u
+#define TC_ERR_CLEAR 2u
+#define TC_ERR_BUCKETS 6u
+#define TC_ERR_BUCKET_NS 10000000000ull                     /* 10 s */
+#define TC_ERR_WINDOW_NS (TC_ERR_BUCKETS * TC_ERR_BUCKET_NS)  /* 60 s */
+/* The hold as the device is now, at open. */
+void tc_protect_init(struct tc_cache *c);
+/* The error-rate rule's sampling, from the cache's timer tick at @now (ns): at most
+ * once a second it reads the members' read errors (tc_array_status) and starts or
+ * ends the hold TC_HOLD_ERRORS.  Timer thread; does not block on I/O. */
+void tc_protect_tick(struct tc_cache *c, uint64_t now);
+/* A health event of the cache device (completion context: does not block). */
+void tc_protect_event(struct tc_cache *c, enum tc_dev_event ev);
+/* 0, or -EPERM with a message naming the volume, the cache, its redundancy and the
+ * ways out, when write policy @wp needs a protection the cache lacks. */
+int tc_protect_check(struct tc_cache *c, const char *vol, unsigned wp);
+/* The write policy @v's writes follow now (enum tc_write_policy). */
+unsigned tc_protect_effective(struct tc_volume *v);
+/* Why it differs from the stored one: a static string, "" when it does not. */
+const char *tc_protect_reason(struct tc_cache *c);
+/* Write-back is allowed on a device without redundancy (status warns). */
+bool tc_protect_unprotected(struct tc_cache *c);
 
 /* ---- map (map.c) ---- */
 static inline uint32_t tc_hash_key(uint64_t key)
@@ -346,6 +485,17 @@ void tc_meta_kick(struct tc_cache *c);
 void tc_meta_tick(struct tc_cache *c, uint64_t now);
 /* Synchronous commit (management paths). */
 int tc_meta_commit_sync(struct tc_cache *c);
+
+/* remote.c - one writer while dirty on a shared-store backing (an RBD image).
+ * tc_remote_check_owner: -EBUSY (a message naming both caches) when @dev records
+ * another cache as holding its dirty data; tc_remote_check_uncached: -EBUSY when it
+ * records any; tc_remote_mark_dirty: record this cache (@dirty) or remove the record
+ * (no-op for devices without one and for read-only caches); tc_remote_forget: remove
+ * it with a warning of what is lost.  All return 0 or -errno. */
+int tc_remote_check_owner(struct tc_cache *c, tc_dev *dev, const char *volume);
+int tc_remote_check_uncached(tc_ctx *ctx, tc_dev *dev, const char *volume);
+int tc_remote_mark_dirty(struct tc_cache *c, tc_dev *dev, bool dirty);
+int tc_remote_forget(tc_ctx *ctx, tc_dev *dev, const char *volume);
 /* Load all blocks (open), recovering after a crash - synchronous. */
 int tc_meta_load(struct tc_cache *c, bool trust_clean);
 /* Superblocks - synchronous. */
@@ -392,6 +542,23 @@ static inline void tc_stat_add(struct tc_volume *v, int idx, uint64_t n)
 {
 	atomic_fetch_add_explicit(&v->st[idx], n, memory_order_relaxed);
 }
+
+/* ---- partitions (alloc.c) ---- */
+/* Resolve @v's reserve and cap into lines and note whether any online volume of the
+ * cache has one (c->shares); after its settings or the cache's volumes change. */
+void tc_shares_update(struct tc_cache *c, struct tc_volume *v);
+/* A share (tc_volume_settings.reserve, cap) in lines: rounded @up for a reserve, down
+ * (to at least one line) for a cap; 0 for none. */
+uint64_t tc_share_lines(struct tc_cache *c, uint64_t share, bool up);
+/* Whether settings @s for volume @id fit the cache: its reserve at most its cap, the
+ * reservations of all the cache's volumes (online or not) within the cache.  0, or
+ * -EINVAL with the reason logged, naming the volume @name. */
+int tc_shares_check(struct tc_cache *c, uint8_t id, const char *name,
+		    const struct tc_volume_settings *s);
+
+/* tc_lat_record - count one completed client request of class @cls (enum
+ * tc_lat_class) that took @ns; relaxed atomics only, any thread. */
+void tc_lat_record(struct tc_volume *v, unsigned cls, uint64_t ns);
 
 static inline unsigned tc_popcount16(uint16_t x) { return (unsigned)__builtin_popcount(x); }
 

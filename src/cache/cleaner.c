@@ -55,7 +55,9 @@ static uint64_t clean_rate(struct tc_cache *c, struct tc_volume *v, uint64_t now
 {
 	if (atomic_load(&v->discarding))
 		return 0;   /* its dirty data is being thrown away: write none of it back */
-	if (atomic_load(&v->draining) || c->pressure)
+	/* Write-back held (protect.c): the dirty data has lost its protection. */
+	if (atomic_load(&v->draining) || atomic_load(&v->range_flush) ||
+	    atomic_load(&v->cap_pressure) || c->pressure || atomic_load(&c->wb_hold))
 		return UINT64_MAX;
 	uint64_t idle = now - atomic_load(&v->last_io_ns);
 	if (atomic_load(&v->inflight_reqs))
@@ -112,6 +114,7 @@ static void batch_submit(struct tc_cache *c, unsigned *nio, tc_dev *dev, uint8_t
 	io->iovcnt = cnt;
 	io->done = batch_io_done;
 	io->private_data = c;
+	io->prio = TC_PRIO_BULK;        /* writeback is background work */
 	__atomic_add_fetch(&cl->pending, 1, __ATOMIC_ACQ_REL);
 	tc_dev_submit(dev, io);
 }
@@ -329,12 +332,17 @@ static uint32_t batch_collect(struct tc_cache *c, struct tc_volume *v, uint64_t 
 			return 0;
 	}
 	uint64_t *keys = cl->scan;
+	/* A range flush (range.c) takes only the lines of its window. */
+	bool rf = atomic_load(&v->range_flush);
+	uint64_t rlo = atomic_load(&v->range_lo), rhi = atomic_load(&v->range_hi);
 	/* (line_no << 32 | slot), candidates at or after the cursor first. */
 	uint32_t cnt = 0;
 	for (int pass = 0; pass < 2 && cnt < cl->scan_cap; pass++) {
 		for (uint32_t i = 0; i < c->nslots && cnt < cl->scan_cap; i++) {
 			struct tc_line l = tc_line_peek(&c->lines[i]);
 			if (l.vol != v->id || !l.dirty)
+				continue;
+			if (rf && (l.line_no < rlo || l.line_no >= rhi))
 				continue;
 			bool after = l.line_no >= v->clean_cursor;
 			if (after == (pass == 0))
@@ -387,6 +395,11 @@ void tc_cleaner_tick(struct tc_cache *c, uint64_t now)
 	else if (dl * 100 <= (uint64_t)c->sb.dirty_low_pct * c->nslots)
 		c->pressure = false;
 
+	/* Yield to a high-priority volume: while one of its requests waits for the cache
+	 * device, no batch starts (unless dirty data is above the high watermark); the
+	 * next tick looks again. */
+	if (!c->pressure && tc_dev_high_waiting(c->dev))
+		return;
 	pthread_mutex_lock(&c->meta.lock);
 	if (cl->busy || c->closing) {
 		pthread_mutex_unlock(&c->meta.lock);
@@ -418,10 +431,12 @@ void tc_cleaner_tick(struct tc_cache *c, uint64_t now)
 			if (budget < c->line_size)
 				continue;
 		}
-		/* Draining volumes first, then the one with most dirty data. */
-		if (!pick || atomic_load(&v->draining) > atomic_load(&pick->draining) ||
-		    (atomic_load(&v->draining) == atomic_load(&pick->draining) &&
-		     atomic_load(&v->dirty_units) > atomic_load(&pick->dirty_units))) {
+		/* Draining or range-flushing volumes first, then the one with most dirty
+		 * data. */
+		int pv = atomic_load(&v->draining) + atomic_load(&v->range_flush);
+		int pp = pick ? atomic_load(&pick->draining) + atomic_load(&pick->range_flush) : 0;
+		if (!pick || pv > pp ||
+		    (pv == pp && atomic_load(&v->dirty_units) > atomic_load(&pick->dirty_units))) {
 			pick = v;
 			pick_budget = budget;
 		}
@@ -463,6 +478,8 @@ static void kick_work_fn(struct tc_work *w)
 
 void tc_cleaner_kick(struct tc_cache *c)
 {
+	if (c->readonly)
+		return;   /* inspection: no write-back */
 	if (c->closing || atomic_exchange(&c->kick_queued, true))
 		return;
 	c->kick_work.fn = kick_work_fn;
@@ -472,6 +489,8 @@ void tc_cleaner_kick(struct tc_cache *c)
 int tc_cleaner_drain(struct tc_volume *v, tc_progress_fn fn, void *opaque)
 {
 	struct tc_cache *c = v->cache;
+	if (c->readonly)
+		return -EROFS;   /* inspection: no write-back */
 	uint64_t start = atomic_load(&v->dirty_units) * TC_UNIT_SIZE;
 	uint64_t errs0 = atomic_load(&v->st[ST_BACKING_ERRORS]) +
 			 atomic_load(&v->st[ST_CACHE_ERRORS]);

@@ -42,12 +42,12 @@
 #define MD_PAIR_BYTES (2u * TC_MD_BLOCK_SIZE) /* both shadow copies of one block */
 
 /* Upper bounds of the settings enums, as stored (tiercache.h). */
-#define WP_MAX TC_WP_PT
+#define WP_MAX TC_WP_INSTWB
 #define FLUSH_RATE_MAX TC_FLUSH_HIGH
 #define ADMISSION_MAX TC_ADMIT_NHIT
 #define FILL_MAX TC_FILL_LINE
 #define NHIT_MAX 255u
-#define REPL_MAX TC_REPL_S3FIFO
+#define REPL_MAX TC_REPL_WTINYLFU_HC
 #define COMMIT_INTERVAL_MAX 3600000u /* one hour, in ms */
 
 /* ---- helpers ------------------------------------------------------------------- */
@@ -212,6 +212,11 @@ static void settings_decode(const struct tc_settings_disk *d, struct tc_volume_s
 	s->fill = d->fill;
 	s->nhit = le32toh(d->nhit);
 	s->seq_cutoff = le64toh(d->seq_cutoff);
+	/* The partition shares and the priority live in the cache's volume record only
+	 * (vol_rec_decode). */
+	s->reserve = 0;
+	s->cap = 0;
+	s->priority = TC_PRIO_NORMAL;
 }
 
 /* The three checks every structure starts with.  @what names the structure. */
@@ -236,17 +241,47 @@ static enum tc_fmt_status check_header(const char *what, uint32_t magic, uint32_
 
 /* ---- cache superblock ------------------------------------------------------------ */
 
+/* A share (tc_volume_settings.reserve/cap) on disk: see tc_vol_rec_disk.  The values
+ * were checked (tc_fmt_settings_check): they fit. */
+#define SHARE_DISK_PCT 0x80000000u
+static uint32_t share_encode(uint64_t s)
+{
+	if (s & TC_SHARE_PCT)
+		return SHARE_DISK_PCT | (uint32_t)(s & 0xff);
+	return (uint32_t)(s / TC_UNIT_SIZE);
+}
+
+static uint64_t share_decode(uint32_t d)
+{
+	if (d & SHARE_DISK_PCT)
+		return TC_SHARE_PCT | (d & ~SHARE_DISK_PCT);
+	return (uint64_t)d * TC_UNIT_SIZE;
+}
+
+/* A share on disk: a percentage above 100 is damage. */
+static enum tc_fmt_status check_share_disk(const char *who, const char *what, uint32_t d,
+					   char *why, size_t whylen)
+{
+	if ((d & SHARE_DISK_PCT) && (d & ~SHARE_DISK_PCT) > 100)
+		return refuse(TC_FMT_BAD_FIELD, why, whylen, "%s: %s %u is a percentage above "
+			      "100 (%u%%)", who, what, d, d & ~SHARE_DISK_PCT);
+	return TC_FMT_OK;
+}
+
 static void vol_rec_encode(const struct tc_vol_rec *in, struct tc_vol_rec_disk *d)
 {
 	memset(d, 0, sizeof(*d));
 	if (in->id == 0)
 		return; /* unused: all zeros, whatever the host record holds */
 	d->id = in->id;
+	d->priority = in->settings.priority;
 	memcpy(d->backing_uuid, in->backing_uuid, sizeof(d->backing_uuid));
 	put_name(d->name, in->name);
 	d->size = htole64(in->size);
 	d->backing_gen = htole64(in->backing_gen);
 	settings_encode(&in->settings, &d->settings);
+	d->share_reserve = htole32(share_encode(in->settings.reserve));
+	d->share_cap = htole32(share_encode(in->settings.cap));
 }
 
 void tc_fmt_cache_sb_encode(const struct tc_cache_sb *in, void *buf)
@@ -271,8 +306,23 @@ void tc_fmt_cache_sb_encode(const struct tc_cache_sb *in, void *buf)
 	d.clean_shutdown = in->clean_shutdown;
 	d.commit_seq = htole64(in->commit_seq);
 	d.csum_off = in->csum_off;
+	d.wb_guard = in->wb_guard;
 	for (unsigned i = 0; i < TC_MAX_VOLUMES; i++)
 		vol_rec_encode(&in->vols[i], &d.vols[i]);
+	/* No ranges: the table stays all zeros, as in caches formatted before it. */
+	if (in->nregions) {
+		d.regions.magic = htole32(TC_REGION_MAGIC);
+		d.regions.version = htole16(TC_REGION_VERSION);
+		d.regions.count = htole16((uint16_t)in->nregions);
+		for (unsigned i = 0; i < in->nregions && i < TC_REGIONS_MAX; i++) {
+			struct tc_region_disk *e = &d.regions.e[i];
+			e->vol = in->regions[i].vol;
+			e->kind = in->regions[i].r.kind;
+			e->write_policy = in->regions[i].r.write_policy;
+			e->offset = htole64(in->regions[i].r.offset);
+			e->length = htole64(in->regions[i].r.length);
+		}
+	}
 	d.checksum = htole64(fmt_checksum(&d, sizeof(d)));
 	memcpy(buf, &d, sizeof(d));
 }
@@ -311,7 +361,70 @@ static enum tc_fmt_status check_vol_rec(const struct tc_vol_rec_disk *r, unsigne
 			      r->name, (unsigned long long)size, line_size);
 	snprintf(who, sizeof(who), "cache superblock: volume record %u (\"%s\") settings",
 		 idx, r->name);
-	return check_settings_disk(who, &r->settings, why, whylen);
+	enum tc_fmt_status st = check_settings_disk(who, &r->settings, why, whylen);
+	if (st == TC_FMT_OK)
+		st = check_share_disk(who, "share_reserve", le32toh(r->share_reserve), why, whylen);
+	if (st == TC_FMT_OK)
+		st = check_share_disk(who, "share_cap", le32toh(r->share_cap), why, whylen);
+	if (st == TC_FMT_OK && r->priority >= TC_PRIO_COUNT)
+		st = refuse(TC_FMT_BAD_FIELD, why, whylen, "%s: priority %u is not 0 (normal), "
+			    "1 (high) or 2 (low)", who, r->priority);
+	return st;
+}
+
+/*
+ * The range table (volume records already checked): all zeros, or magic, version 1,
+ * count <= TC_REGIONS_MAX, unused entries zero (reserved and pad bytes are ignored),
+ * each entry: a volume whose record is
+ * in use, a known kind, a write policy wt/wb/wa/pt for TC_REGION_POLICY (0 otherwise),
+ * a non-empty range of whole 4 KiB units inside the volume.  A newer version is
+ * refused: its ranges (pins) cannot be honoured by this code.
+ */
+static enum tc_fmt_status check_regions(const struct tc_cache_sb_disk *d, char *why,
+					size_t whylen)
+{
+	static const char *const what = "cache superblock: range table";
+	const struct tc_region_tab_disk *t = &d->regions;
+	if (is_zero(t, sizeof(*t)))
+		return TC_FMT_OK;
+	if (le32toh(t->magic) != TC_REGION_MAGIC)
+		return refuse(TC_FMT_BAD_FIELD, why, whylen, "%s: magic 0x%08x is not 0x%08x",
+			      what, le32toh(t->magic), TC_REGION_MAGIC);
+	if (le16toh(t->version) != TC_REGION_VERSION)
+		return refuse(TC_FMT_BAD_VERSION, why, whylen,
+			      "%s: version %u is not %u (written by a newer tiercache)", what,
+			      le16toh(t->version), TC_REGION_VERSION);
+	unsigned n = le16toh(t->count);
+	if (n > TC_REGIONS_MAX)
+		return refuse(TC_FMT_BAD_FIELD, why, whylen, "%s: count %u is above %u", what,
+			      n, TC_REGIONS_MAX);
+	for (unsigned i = n; i < TC_REGIONS_MAX; i++)
+		if (!is_zero(&t->e[i], sizeof(t->e[i])))
+			return refuse(TC_FMT_BAD_FIELD, why, whylen,
+				      "%s: entry %u (beyond count %u) is not all zeros", what, i, n);
+	for (unsigned i = 0; i < n; i++) {
+		const struct tc_region_disk *e = &t->e[i];
+		uint64_t off = le64toh(e->offset), len = le64toh(e->length);
+		if (!e->vol || e->vol > TC_MAX_VOLUMES || !d->vols[e->vol - 1].id)
+			return refuse(TC_FMT_BAD_FIELD, why, whylen,
+				      "%s: entry %u: vol %u has no volume record", what, i, e->vol);
+		if (e->kind < TC_REGION_PINNED || e->kind > TC_REGION_POLICY)
+			return refuse(TC_FMT_BAD_FIELD, why, whylen,
+				      "%s: entry %u: kind %u is not 1, 2 or 3", what, i, e->kind);
+		if (e->kind == TC_REGION_POLICY ? e->write_policy > TC_WP_PT : e->write_policy != 0)
+			return refuse(TC_FMT_BAD_FIELD, why, whylen,
+				      "%s: entry %u: write_policy %u out of range for kind %u",
+				      what, i, e->write_policy, e->kind);
+		uint64_t size = le64toh(d->vols[e->vol - 1].size);
+		if (!len || off % TC_UNIT_SIZE || len % TC_UNIT_SIZE || off > size ||
+		    len > size - off)
+			return refuse(TC_FMT_BAD_FIELD, why, whylen,
+				      "%s: entry %u: offset %llu length %llu: empty, unaligned or "
+				      "past the end of volume %u (%llu bytes)", what, i,
+				      (unsigned long long)off, (unsigned long long)len, e->vol,
+				      (unsigned long long)size);
+	}
+	return TC_FMT_OK;
 }
 
 static enum tc_fmt_status check_cache_sb(const struct tc_cache_sb_disk *d, char *why,
@@ -383,12 +496,15 @@ static enum tc_fmt_status check_cache_sb(const struct tc_cache_sb_disk *d, char 
 	if (d->csum_off > 1)
 		return refuse(TC_FMT_BAD_FIELD, why, whylen,
 			      "%s: csum_off %u is not 0 or 1", what, d->csum_off);
+	if (d->wb_guard > TC_WB_GUARD_OVERRIDE)
+		return refuse(TC_FMT_BAD_FIELD, why, whylen,
+			      "%s: wb_guard %u is not 0, 1 or 2", what, d->wb_guard);
 	for (unsigned i = 0; i < TC_MAX_VOLUMES; i++) {
 		st = check_vol_rec(&d->vols[i], i, line_size, why, whylen);
 		if (st != TC_FMT_OK)
 			return st;
 	}
-	return TC_FMT_OK;
+	return check_regions(d, why, whylen);
 }
 
 enum tc_fmt_status tc_fmt_cache_sb_decode(const void *buf, struct tc_cache_sb *out,
@@ -423,6 +539,7 @@ enum tc_fmt_status tc_fmt_cache_sb_decode(const void *buf, struct tc_cache_sb *o
 	out->clean_shutdown = d.clean_shutdown;
 	out->commit_seq = le64toh(d.commit_seq);
 	out->csum_off = d.csum_off;
+	out->wb_guard = d.wb_guard;
 	for (unsigned i = 0; i < TC_MAX_VOLUMES; i++) {
 		const struct tc_vol_rec_disk *r = &d.vols[i];
 		struct tc_vol_rec *v = &out->vols[i];
@@ -435,6 +552,20 @@ enum tc_fmt_status tc_fmt_cache_sb_decode(const void *buf, struct tc_cache_sb *o
 		v->size = le64toh(r->size);
 		v->backing_gen = le64toh(r->backing_gen);
 		settings_decode(&r->settings, &v->settings);
+		v->settings.reserve = share_decode(le32toh(r->share_reserve));
+		v->settings.cap = share_decode(le32toh(r->share_cap));
+		v->settings.priority = r->priority;
+	}
+	if (le32toh(d.regions.magic) == TC_REGION_MAGIC) {
+		out->nregions = le16toh(d.regions.count);
+		for (unsigned i = 0; i < out->nregions; i++) {
+			const struct tc_region_disk *e = &d.regions.e[i];
+			out->regions[i].vol = e->vol;
+			out->regions[i].r.kind = e->kind;
+			out->regions[i].r.write_policy = e->write_policy;
+			out->regions[i].r.offset = le64toh(e->offset);
+			out->regions[i].r.length = le64toh(e->length);
+		}
 	}
 	return TC_FMT_OK;
 }
@@ -654,11 +785,40 @@ enum tc_fmt_status tc_fmt_md_block_decode(const void *buf, uint32_t expect_index
 
 /* ---- settings, names, uuids ------------------------------------------------------ */
 
+/* A share of tc_volume_settings: a percentage up to 100, or bytes in 4 KiB units that
+ * fit the 31 bits of the volume record. */
+static enum tc_fmt_status check_share(const char *what, uint64_t s, char *why,
+				      size_t whylen)
+{
+	if (s & TC_SHARE_PCT) {
+		if ((s & ~TC_SHARE_PCT) > 100)
+			return refuse(TC_FMT_BAD_FIELD, why, whylen, "settings: %s %llu%% is above "
+				      "100%%", what, (unsigned long long)(s & ~TC_SHARE_PCT));
+		return TC_FMT_OK;
+	}
+	if (s % TC_UNIT_SIZE)
+		return refuse(TC_FMT_BAD_FIELD, why, whylen, "settings: %s %llu bytes is not a "
+			      "multiple of %u", what, (unsigned long long)s, TC_UNIT_SIZE);
+	if (s / TC_UNIT_SIZE >= SHARE_DISK_PCT)
+		return refuse(TC_FMT_BAD_FIELD, why, whylen, "settings: %s %llu bytes is not "
+			      "below 8 TiB", what, (unsigned long long)s);
+	return TC_FMT_OK;
+}
+
 enum tc_fmt_status tc_fmt_settings_check(const struct tc_volume_settings *s, char *why,
 					 size_t whylen)
 {
-	return check_settings("settings", s->read_cache ? 1 : 0, s->write_policy,
-			      s->flush_rate, s->admission, s->fill, s->nhit, why, whylen);
+	enum tc_fmt_status st = check_settings("settings", s->read_cache ? 1 : 0,
+					       s->write_policy, s->flush_rate, s->admission,
+					       s->fill, s->nhit, why, whylen);
+	if (st == TC_FMT_OK)
+		st = check_share("reserve", s->reserve, why, whylen);
+	if (st == TC_FMT_OK)
+		st = check_share("cap", s->cap, why, whylen);
+	if (st == TC_FMT_OK && s->priority >= TC_PRIO_COUNT)
+		st = refuse(TC_FMT_BAD_FIELD, why, whylen, "settings: priority %u is not 0 "
+			    "(normal), 1 (high) or 2 (low)", s->priority);
+	return st;
 }
 
 const char *tc_fmt_status_name(enum tc_fmt_status st)

@@ -51,6 +51,19 @@ struct tc_vol_rec {
 	struct tc_volume_settings settings;
 };
 
+/*
+ * Whether write-back (wb, instwb) needs a cache device with redundancy (architecture
+ * invariant 4), as stored in the cache superblock.  Caches formatted before the field
+ * existed read 0 and keep the write-back they had (an upgrade never turns a volume's
+ * write-back off silently); status shows them as unprotected when their device has no
+ * redundancy, as it does for an explicit override.
+ */
+enum tc_wb_guard {
+	TC_WB_GUARD_LEGACY = 0,      /* formatted before the field: write-back allowed */
+	TC_WB_GUARD_PROTECTED = 1,   /* write-back only while the device has redundancy >= 1 */
+	TC_WB_GUARD_OVERRIDE = 2,    /* --unprotected-writeback: allowed without redundancy */
+};
+
 struct tc_cache_sb {
 	uint64_t generation;         /* +1 at every superblock write; newest valid copy wins */
 	uint8_t uuid[16];
@@ -62,7 +75,15 @@ struct tc_cache_sb {
 	uint8_t clean_shutdown;      /* 1: metadata on disk is complete, clean lines trusted */
 	uint64_t commit_seq;         /* last metadata commit sequence at the time of writing */
 	uint8_t csum_off;            /* 1: no checksums of cached data; 0: XXH3 per 4 KiB unit */
+	uint8_t wb_guard;            /* enum tc_wb_guard: may write-back run without redundancy */
 	struct tc_vol_rec vols[TC_MAX_VOLUMES];  /* indexed by id - 1 */
+	/* Ranges with cache attributes (tc_volume_region_set), of every volume, in any
+	 * order; entries [0, nregions) used. */
+	uint32_t nregions;
+	struct tc_region_rec {
+		uint8_t vol;                 /* volume id (its record is in use) */
+		struct tc_region r;          /* bytes; kind; write policy */
+	} regions[TC_REGIONS_MAX];
 };
 
 struct tc_backing_sb {
@@ -102,15 +123,38 @@ struct tc_settings_disk {
 static_assert(sizeof(struct tc_settings_disk) == 24, "settings layout");
 
 struct tc_vol_rec_disk {
-	uint8_t id, pad[7];
+	uint8_t id;
+	uint8_t priority;            /* enum tc_prio (0 normal, 1 high, 2 low); 0 in older
+				      * caches: normal */
+	uint8_t pad[6];
 	uint8_t backing_uuid[16];
 	char name[TC_NAME_MAX];
 	uint64_t size;
 	uint64_t backing_gen;
 	struct tc_settings_disk settings;
-	uint8_t reserved[8];
+	/* Partition shares (tc_volume_settings.reserve, cap): bit 31 set, a percentage
+	 * (0..100) in the low bits; clear, 4 KiB units.  0 = none; zeros in older caches. */
+	uint32_t share_reserve, share_cap;
 } __attribute__((packed));
 static_assert(sizeof(struct tc_vol_rec_disk) == 104, "volume record layout");
+
+/* The range table of the cache superblock (docs/format.md, "Range table"): a header,
+ * then TC_REGIONS_MAX entries, the first @count used.  All zeros (magic 0): a cache
+ * formatted before ranges existed, none. */
+#define TC_REGION_MAGIC 0x47524354u   /* "TCRG" */
+#define TC_REGION_VERSION 1u
+struct tc_region_disk {
+	uint8_t vol, kind, write_policy, pad[5];
+	uint64_t offset, length;               /* bytes */
+} __attribute__((packed));
+static_assert(sizeof(struct tc_region_disk) == 24, "range entry layout");
+struct tc_region_tab_disk {
+	uint32_t magic;
+	uint16_t version, count;
+	uint8_t reserved[8];
+	struct tc_region_disk e[TC_REGIONS_MAX];
+} __attribute__((packed));
+static_assert(sizeof(struct tc_region_tab_disk) == 1264, "range table layout");
 
 struct tc_cache_sb_disk {
 	uint32_t magic, version;
@@ -122,12 +166,16 @@ struct tc_cache_sb_disk {
 	uint8_t replacement, dirty_low_pct, dirty_high_pct, clean_shutdown;
 	uint64_t commit_seq;
 	uint8_t csum_off;                            /* 0 (also in older caches): checksums on */
-	uint8_t reserved[167];                       /* header is 256 bytes */
+	uint8_t wb_guard;                            /* 0 in older caches: see tc_wb_guard */
+	uint8_t reserved[166];                       /* header is 256 bytes */
 	struct tc_vol_rec_disk vols[TC_MAX_VOLUMES]; /* 6656 bytes */
-	uint8_t pad[TC_CACHE_SB_SIZE - 256 - 6656 - 8];
+	struct tc_region_tab_disk regions;           /* 1264 bytes at 6912; zeros in
+						      * older caches: no ranges */
+	uint8_t pad[TC_CACHE_SB_SIZE - 256 - 6656 - 1264 - 8];
 	uint64_t checksum;
 } __attribute__((packed));
 static_assert(sizeof(struct tc_cache_sb_disk) == TC_CACHE_SB_SIZE, "cache sb layout");
+static_assert(offsetof(struct tc_cache_sb_disk, regions) == 6912, "range table offset");
 static_assert(offsetof(struct tc_cache_sb_disk, vols) == 256, "cache sb header");
 static_assert(offsetof(struct tc_cache_sb_disk, clean_shutdown) == 79, "shutdown flag offset");
 
@@ -189,8 +237,8 @@ enum tc_fmt_status {
  * md_offset == TC_MD_OFFSET, md_blocks == ceil(nslots / 253), data_offset aligned to
  * line_size and >= md_offset + md_blocks * 8192, data_offset + nslots * line_size <=
  * dev_size, replacement known, dirty_low_pct < dirty_high_pct <= 100, commit interval
- * 1..3600000, clean_shutdown 0/1, csum_off 0/1, each volume record: id equal to its index + 1 or 0,
- * NUL-terminated non-empty name, settings in range (write_policy <= 3, flush_rate <= 2,
+ * 1..3600000, clean_shutdown 0/1, csum_off 0/1, wb_guard 0..2, each volume record: id equal to its index + 1 or 0,
+ * NUL-terminated non-empty name, settings in range (write_policy <= 4, flush_rate <= 2,
  * admission <= 1, fill <= 1, read_cache 0/1, nhit 1..255).
  * Backing sb: name NUL-terminated non-empty, data_offset == TC_BACKING_DATA_OFFSET,
  * size <= dev_size - data_offset, size multiple of 4096, settings in range.

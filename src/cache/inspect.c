@@ -81,6 +81,7 @@ int tc_cache_inspect(tc_ctx *ctx, tc_dev *dev, struct tc_cache_report *rep)
 	if (r)
 		return r;
 	c->meta.inspecting = true;
+	c->readonly = true;   /* nothing below writes; a regression would fail -EROFS */
 	r = tc_meta_load(c, c->sb.clean_shutdown == 1);
 	rep->md_blocks = c->sb.md_blocks;
 	rep->md_copies_damaged = c->meta.copies_damaged;

@@ -34,6 +34,8 @@ _Static_assert(sizeof(struct tc_line) == 14, "tc_line is 14 bytes");
 
 /* Engine flag bits. */
 #define TC_LINE_DISK_DIRTY 0x01u /* the durable (or committing) metadata says dirty */
+#define TC_LINE_PINNED 0x02u     /* in a pinned range: kept out of the replacement
+				  * policy, never a victim (region.c) */
 #define TC_LINE_ENGINE_MASK 0x0fu
 /* Bits the replacement policy owns (queue id, frequency, reference bit...). */
 #define TC_LINE_POLICY_MASK 0xf0u

@@ -81,6 +81,15 @@ void tc_line_unmap(struct tc_cache *c, uint32_t slot)
 	struct tc_line *l = &c->lines[slot];
 	if (l->valid || l->dirty)
 		tc_line_set_bits(c, slot, 0, 0);
+	struct tc_volume *v = l->vol ? c->vols[l->vol] : NULL;
+	if (v)
+		atomic_fetch_sub(&v->lines, 1);
+	/* A pinned line dropped (invalidation, detach): its slot is an ordinary one. */
+	if (tc_line_flags_load(l) & TC_LINE_PINNED) {
+		tc_line_flags_clear(l, TC_LINE_PINNED);
+		if (v)
+			atomic_fetch_sub(&v->pinned_lines, 1);
+	}
 	tc_map_remove(c, slot);
 	uint32_t blk = slot / TC_MD_ENTRIES_PER_BLOCK;
 	pthread_mutex_lock(&c->meta.block_locks[blk]);

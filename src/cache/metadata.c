@@ -66,6 +66,11 @@ void tc_meta_fini(struct tc_cache *c)
 
 int tc_cache_sb_write(struct tc_cache *c)
 {
+	if (c->readonly) {
+		tc_err(c->ctx, "cache %s: opened read-only for inspection; refusing to write "
+		       "its superblock", c->dev->name);
+		return -EROFS;
+	}
 	uint8_t *buf = tc_alloc_buf(TC_CACHE_SB_SIZE);
 	if (!buf)
 		return -ENOMEM;
@@ -89,6 +94,11 @@ int tc_cache_sb_write(struct tc_cache *c)
 
 int tc_backing_sb_write(struct tc_volume *v)
 {
+	if (v->cache->readonly) {
+		tc_err(v->cache->ctx, "backing %s (volume \"%s\"): opened read-only for "
+		       "inspection; refusing to write its superblock", v->backing->name, v->name);
+		return -EROFS;
+	}
 	uint8_t *buf = tc_alloc_buf(TC_BACKING_SB_SIZE);
 	if (!buf)
 		return -ENOMEM;
@@ -235,7 +245,8 @@ static void commit_finish(struct tc_meta *m)
 		 * TC_LINE_DISK_DIRTY stays set where it was (conservative). */
 		for (uint32_t i = 0; i < m->nsnap; i++)
 			atomic_store(&m->block_dirty[m->snap_blocks[i]], 1);
-		tc_cache_error(c, NULL, "metadata commit", err);
+		if (!c->readonly)
+			tc_cache_error(c, NULL, "metadata commit", err);
 	}
 	free(m->snap_buf);
 	m->snap_buf = NULL;
@@ -297,6 +308,12 @@ static void commit_start_work(struct tc_work *w)
 	commit_flush(m);   /* COMMIT_DATA_FLUSHED runs when it completes */
 }
 
+static void commit_refuse_work(struct tc_work *w)
+{
+	struct tc_meta *m = (struct tc_meta *)((char *)w - offsetof(struct tc_meta, work));
+	commit_finish(m);
+}
+
 /* Snapshot and start a commit (meta lock held, none running). */
 static void commit_start_locked(struct tc_cache *c)
 {
@@ -305,6 +322,16 @@ static void commit_start_locked(struct tc_cache *c)
 	m->seq++;
 	m->err = 0;
 	m->step = COMMIT_DATA_FLUSHED;
+	if (c->readonly) {
+		/* Inspection writes nothing: the commit finishes at once with -EROFS for
+		 * its waiters, no I/O starts. */
+		m->nsnap = 0;
+		m->err = -EROFS;
+		m->step = COMMIT_FINISHED;
+		m->work.fn = commit_refuse_work;
+		tc_ctx_defer(c->ctx, &m->work);
+		return;
+	}
 	uint32_t n = 0;
 	for (uint32_t b = 0; b < m->nblocks; b++)
 		if (atomic_load_explicit(&m->block_dirty[b], memory_order_relaxed))
@@ -467,6 +494,10 @@ static int load_blocks(struct tc_cache *c, uint64_t *slot_seq, bool trust_clean)
 				const struct tc_vol_rec *rec = &c->sb.vols[e->vol - 1];
 				if (rec->id != e->vol ||
 				    (e->line_no << c->line_shift) >= rec->size) {
+					/* Rewritten before the id can serve a new volume
+					 * (open_drop_orphans). */
+					c->recovered_orphans++;
+					atomic_store(&m->block_dirty[b], 1);
 					if (e->dirty)
 						tc_warn(c->ctx, "cache %s: md block %u entry %u: dirty "
 							"line %" PRIu64 " of unknown volume %u or beyond "

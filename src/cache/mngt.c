@@ -34,7 +34,7 @@ static bool background_idle(struct tc_cache *c, void *arg)
 	pthread_mutex_lock(&c->meta.lock);
 	bool idle = !c->meta.running && !c->cleaner.busy;
 	pthread_mutex_unlock(&c->meta.lock);
-	return idle && !atomic_load(&c->kick_queued);
+	return idle && !atomic_load(&c->kick_queued) && !atomic_load(&c->protect_queued);
 }
 
 void tc_mngt_wait_requests(struct tc_cache *c, struct tc_volume *v)

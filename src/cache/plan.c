@@ -3,7 +3,8 @@
  * plan.c - what a sub-request will do, decided under the shard lock with the line
  * held (request.c runs it): the effective route of a write from the volume's write
  * policy and the cache's state (effective_route), whether a read miss fills the cache
- * (admit_fill: read caching, admission, sequential bypass), and the units each device
+ * (admit_fill: read caching, admission, sequential bypass, the range's attributes of
+ * region.c), and the units each device
  * reads and writes (tc_plan_read, tc_plan_write, tc_plan_discard), and whether the
  * sub-request is a hit for the replacement policy (repl_hit: it uses a resident line;
  * request.c tells the policy).  A plan ends by naming the path's first step (enum
@@ -17,11 +18,11 @@
 #include "cache_priv.h"
 #include "request.h"
 
-bool tc_plan_seq_bypass(struct tc_volume *v, const struct tc_io *io)
+bool tc_plan_seq_bypass(struct tc_volume *v, const struct tc_io *io, bool instant)
 {
 	uint64_t cutoff = TC_SET(v, seq_cutoff);
 	if ((io->op != TC_OP_READ && io->op != TC_OP_WRITE) || !cutoff ||
-	    !tc_seq_check(&v->seq, io->offset, io->length, cutoff))
+	    !tc_seq_check(&v->seq, io->offset, io->length, cutoff) || instant)
 		return false;
 	tc_stat_add(v, ST_BYPASS_SEQ, 1);
 	/* Writes go around the cache whole; reads only where they miss (admit_fill). */
@@ -30,20 +31,155 @@ bool tc_plan_seq_bypass(struct tc_volume *v, const struct tc_io *io)
 	return true;
 }
 
+/*
+ * The service-rate rule: a stream of whole-stripe writes goes where it completes
+ * faster.  Instant write-back lands it in the cache at the cache device's rate; sent
+ * whole to the backing, a parity array writes it as full stripes at its own rate.
+ * On SATA SSDs in RAID 1 (520 MB/s) in front of a RAID 6 of six HDDs (~800 MB/s of
+ * full stripes), the array is the faster: the reviews' instant write-back fell to
+ * the SSDs' speed there.  So both rates are measured as the volume runs (bytes/s of
+ * the whole-stripe requests completed on each path, tc_volume.srate), and a
+ * whole-stripe write that instant write-back would take goes to the backing while
+ * the cache's rate is below the backing's.  Our own rule; bcache's congestion
+ * tracking (sending I/O around a cache device whose latency is over a threshold) is
+ * the nearest known kin.
+ *
+ * How the rates are kept (tc-bench-instwb's per-path timing showed each of these
+ * costing the stream):
+ *   - a request that switches path (the first on a path, or the first after the other
+ *     path's requests) is not sampled: on the array it pays the seek and rotation to
+ *     where the stream now is (6 to 20 ms against 2 ms for the next ones, the emulated
+ *     HDDs' positioning time; a real disk's too), and on a fresh device its first
+ *     request pays for waking threads and allocating the file (15 ms).  Sampled, one
+ *     such request as the rate's starting value kept the faster path looking the
+ *     slower for the whole of a 32 MiB stream;
+ *   - the other path is measured in bursts of TC_SRATE_BURST consecutive requests
+ *     (the first of each not sampled, as above), every TC_SRATE_PERIOD decisions, and
+ *     a warm-up sends the first burst to the backing, the next to the cache: a probe
+ *     of one request measured only the switch.  The cost: 3 requests in 64 at the
+ *     slower rate, about 4 % of the stream at tc-bench-instwb's 1.8x;
+ *   - the k-th sample kept weighs 1/k up to 1/8 (a mean, then an EWMA of weight 1/8),
+ *     a probe's 1/2: at 1/8 a probed path needed 8 bursts to follow a change.
+ * No rate is known on devices without a clock (the memory backend): then nothing
+ * changes.
+ */
+#define TC_SRATE_PERIOD 64u
+#define TC_SRATE_BURST 3u
+
+void tc_plan_srate_sample(struct tc_volume *v, const struct tc_req *r, uint64_t len,
+			  uint64_t ns)
+{
+	unsigned path = r->stripe_path;
+	if (!ns || path == TC_SRATE_NONE)
+		return;
+	if (r->stripe_switch) {
+		atomic_fetch_add(&v->srate_n[path - 1], 1);   /* measured nothing */
+		return;
+	}
+	unsigned k = atomic_fetch_add(&v->srate_kept[path - 1], 1) + 1;
+	atomic_fetch_add(&v->srate_n[path - 1], 1);
+	uint64_t w = k < 8 ? k : 8;
+	if (r->stripe_probe && w > 2)
+		w = 2;
+	_Atomic uint64_t *rate = &v->srate[path - 1];
+	uint64_t sample = len * 1000000000ull / ns, old = atomic_load(rate);
+	atomic_store(rate, old && w > 1 ? old - old / w + sample / w : sample);
+}
+
+/* Which path the rule picks for a whole-stripe write instant write-back would take:
+ * TC_SRATE_BACKING or TC_SRATE_CACHE; *@probe says it is a burst measuring the path
+ * the rates do not favour. */
+static unsigned stream_path(struct tc_volume *v, bool *probe)
+{
+	*probe = false;
+	if (!atomic_load(&v->srate_n[0]))
+		return TC_SRATE_CACHE;   /* no clock, or the very first request */
+	unsigned n = atomic_fetch_add(&v->srate_tick, 1);
+	if (n < 2 * TC_SRATE_BURST) {
+		*probe = true;
+		return n < TC_SRATE_BURST ? TC_SRATE_BACKING : TC_SRATE_CACHE;
+	}
+	uint64_t cr = atomic_load(&v->srate[0]), br = atomic_load(&v->srate[1]);
+	if (!cr && !br)
+		return TC_SRATE_CACHE;   /* neither measured (no clock): nothing changes */
+	*probe = n % TC_SRATE_PERIOD < TC_SRATE_BURST;
+	bool to_backing = br && (!cr || cr < br);
+	return to_backing != *probe ? TC_SRATE_BACKING : TC_SRATE_CACHE;
+}
+
+/*
+ * Instant write-back (maxCache's rule, as the reviews of SSD-caching controllers
+ * describe it): a write covering whole aligned full stripes of the backing is made
+ * dirty at once, even where the sequential detector would send it around, as long as
+ * write-back is not held (protect.c), the cleaner is not under pressure and the
+ * cache's dirty lines are below its dirty_low_pct (default 40 %: bcache's cut-off up
+ * to which write-back is accepted freely).  Above it such writes are treated as in wb,
+ * so a long stream cannot fill the cache with dirty data faster than it drains.  And
+ * the service-rate rule above may send it to the backing instead.
+ */
+void tc_plan_instant(struct tc_req *r, const struct tc_io *io)
+{
+	struct tc_volume *v = r->vol;
+	struct tc_cache *c = v->cache;
+	uint64_t st = v->stripe;
+	r->instant_lo = r->instant_hi = 0;
+	if (io->op != TC_OP_WRITE || !st ||
+	    __atomic_load_n(&v->set.write_policy, __ATOMIC_ACQUIRE) != TC_WP_INSTWB)
+		return;
+	uint64_t lo = (io->offset + st - 1) / st * st;
+	uint64_t hi = (io->offset + io->length) / st * st;
+	if (lo >= hi || atomic_load(&c->failed) || atomic_load(&c->wb_hold) ||
+	    atomic_load(&c->pressure) || atomic_load(&v->draining) ||
+	    atomic_load(&c->dirty_lines) * 100 >= (uint64_t)c->sb.dirty_low_pct * c->nslots)
+		return;
+	if (lo == io->offset && hi == io->offset + io->length) {
+		unsigned path = stream_path(v, &r->stripe_probe);
+		r->stripe_switch = atomic_exchange(&v->srate_last, (uint8_t)path) != path;
+		if (path == TC_SRATE_BACKING)
+			return;
+		r->stripe_path = TC_SRATE_CACHE;
+	}
+	r->instant_lo = lo;
+	r->instant_hi = hi;
+	tc_stat_add(v, ST_INSTANT_BYTES, hi - lo);
+}
+
+/* Whether sub-request @s lies wholly in its request's instant range. */
+static bool sub_instant(const struct tc_sub *s)
+{
+	uint64_t a = ((uint64_t)s->line_no << s->c->line_shift) + s->off;
+	return s->req->instant_lo < s->req->instant_hi && a >= s->req->instant_lo &&
+	       a + s->len <= s->req->instant_hi;
+}
+
 static uint8_t effective_route(struct tc_sub *s)
 {
 	struct tc_volume *v = s->vol;
 	if (atomic_load(&s->c->failed))
 		return ROUTE_PT;
 	uint8_t wp = __atomic_load_n(&v->set.write_policy, __ATOMIC_ACQUIRE);
-	if (s->req->seq_bypass && wp != TC_WP_PT)
+	/* A range's own attribute (region.c): uncacheable goes around the cache, a
+	 * range with its own write policy follows it. */
+	uint8_t rwp;
+	switch (tc_region_of(v, s->line_no, &rwp)) {
+	case TC_REGION_UNCACHEABLE: return ROUTE_PT;
+	case TC_REGION_POLICY: wp = rwp; break;
+	default: break;
+	}
+	bool instant = wp == TC_WP_INSTWB && sub_instant(s);
+	if (s->req->seq_bypass && wp != TC_WP_PT && !instant)
 		return ROUTE_PT;
+	/* Write-back held (the cache device degraded, or has no redundancy and no
+	 * override): write-through until it is protected again (invariant 4). */
+	if (tc_write_policy_is_wb(wp) && atomic_load(&s->c->wb_hold))
+		return ROUTE_WT;
 	switch (wp) {
 	case TC_WP_WB:
+	case TC_WP_INSTWB:
 		/* Announce the write-back write before looking at draining; a drain raises
 		 * draining before reading wb_inflight, so one of the two sees the other. */
 		atomic_fetch_add(&v->wb_inflight, 1);
-		if (!atomic_load(&v->draining))
+		if (!atomic_load(&v->draining) && !tc_range_flushing(v, s->line_no))
 			return ROUTE_WB;
 		atomic_fetch_sub(&v->wb_inflight, 1);
 		return ROUTE_WT;
@@ -73,9 +209,15 @@ static void plan_alloc(struct tc_sub *s)
 static bool admit_fill(struct tc_sub *s)
 {
 	struct tc_volume *v = s->vol;
-	if (!TC_SET(v, read_cache) || TC_SET(v, write_policy) == TC_WP_PT ||
-	    atomic_load(&s->c->failed))
-		return false;
+	uint8_t rwp = 0;
+	unsigned region = tc_region_of(v, s->line_no, &rwp);
+	uint8_t wp = region == TC_REGION_POLICY ? rwp : TC_SET(v, write_policy);
+	if (!TC_SET(v, read_cache) || wp == TC_WP_PT || region == TC_REGION_UNCACHEABLE ||
+	    atomic_load(&s->c->failed) || s->c->readonly)
+		return false;   /* a read-only cache (inspection) is never filled */
+	/* A pinned line is wanted in the cache whatever the stream or its history. */
+	if (region == TC_REGION_PINNED)
+		return true;
 	if (s->req->seq_bypass) {
 		tc_stat_add(v, ST_BYPASS_BYTES, s->len);
 		return false;
@@ -111,6 +253,7 @@ void tc_plan_read(struct tc_sub *s)
 		return;
 	}
 	tc_stat_add(s->vol, (s->touched & valid) ? ST_READ_PARTIAL : ST_READ_MISSES, 1);
+	atomic_store_explicit(&s->req->missed, true, memory_order_relaxed);
 	s->fill = 0;
 	if (admit_fill(s)) {
 		if (s->slot == TC_SLOT_NONE)
@@ -149,6 +292,8 @@ void tc_plan_write(struct tc_sub *s)
 	bool hit = (s->touched & ~valid) == 0;
 	tc_stat_add(s->vol, hit ? ST_WRITE_HITS : (s->touched & valid) ? ST_WRITE_PARTIAL :
 		    ST_WRITE_MISSES, 1);
+	if (!hit)
+		atomic_store_explicit(&s->req->missed, true, memory_order_relaxed);
 
 	if (s->route == ROUTE_WB) {
 		if (s->slot == TC_SLOT_NONE)

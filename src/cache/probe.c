@@ -131,6 +131,23 @@ int tc_dev_probe(tc_ctx *ctx, tc_dev *dev, struct tc_probe *out)
 		snprintf(out->what, sizeof(out->what), "tiercache backing");
 		goto out;
 	}
+	/* An array member: the array's superblock, the array's data further in. */
+	struct tc_array_member_info *ami = calloc(1, sizeof(*ami));
+	int ar = ami ? tc_array_examine(ctx, dev, ami) : -ENOMEM;
+	if (ar == 1 || ar == -EUCLEAN) {
+		out->kind = ar == 1 ? TC_PROBE_ARRAY : TC_PROBE_UNKNOWN;
+		if (ar == 1) {
+			snprintf(out->uuid, sizeof(out->uuid), "%s", ami->uuid);
+			snprintf(out->name, sizeof(out->name), "%s", ami->name);
+			snprintf(out->what, sizeof(out->what), "%s of tiercache array \"%s\"",
+				 ami->role < 0 ? "hot spare" : "member", ami->name);
+		} else {
+			snprintf(out->what, sizeof(out->what), "damaged tiercache array superblock");
+		}
+		free(ami);
+		goto out;
+	}
+	free(ami);
 	/* Damaged copies of our own superblocks: the magic is there. */
 	uint32_t m0, m1, m2;
 	memcpy(&m0, buf, 4);

@@ -119,6 +119,8 @@ static void sub_io(struct tc_sub *s, bool on_cache, uint8_t op, uint8_t flags, u
 	io->iovcnt = iovcnt;
 	io->done = sub_io_done;
 	io->private_data = s;
+	/* The volume's own I/O has the volume's class; a fill is background work. */
+	io->prio = s->bulk_round ? TC_PRIO_BULK : TC_SET(s->vol, priority);
 	s->io_on_cache[s->nios - 1] = on_cache;
 	if (on_cache && (op == TC_OP_READ || op == TC_OP_WRITE))   /* cache-device counters */
 		tc_stat_add(s->vol, op == TC_OP_WRITE ? ST_CACHE_BYTES_WRITTEN :
@@ -231,7 +233,18 @@ static void req_finish(struct tc_req *r)
 	int err = atomic_load(&r->err);
 	if (err)
 		tc_stat_add(r->vol, ST_ERRORS, 1);
-	atomic_store(&r->vol->last_io_ns, tc_ctx_now(r->vol->cache->ctx));
+	uint64_t now = tc_ctx_now(r->vol->cache->ctx);
+	if (io->op == TC_OP_READ || io->op == TC_OP_WRITE || io->op == TC_OP_WRITE_ZEROES) {
+		bool miss = r->seq_bypass ||
+			    atomic_load_explicit(&r->missed, memory_order_relaxed);
+		unsigned cls = io->op == TC_OP_READ ?
+			       (miss ? TC_LAT_READ_MISS : TC_LAT_READ_HIT) :
+			       (miss ? TC_LAT_WRITE_MISS : TC_LAT_WRITE_HIT);
+		tc_lat_record(r->vol, cls, now - r->start_ns);
+	}
+	if (!err)
+		tc_plan_srate_sample(r->vol, r, io->length, now - r->start_ns);
+	atomic_store(&r->vol->last_io_ns, now);
 	atomic_fetch_sub(&r->vol->inflight_reqs, 1);
 	atomic_fetch_sub(&r->vol->cache->inflight_reqs, 1);
 	req_live_del(r->vol->cache, r);
@@ -650,7 +663,9 @@ static void step_miss_fill(struct tc_sub *s)
 	if (s->fill) {
 		tc_stat_add(s->vol, ST_CACHE_FILL_BYTES,   /* cache-device counters */
 			    (uint64_t)tc_popcount16(s->fill) * TC_UNIT_SIZE);
+		s->bulk_round = true;
 		sub_slot_runs(s, s->fill, true, 0);
+		s->bulk_round = false;
 	}
 	round_end(s);
 }
@@ -984,6 +999,11 @@ static int check_request(struct tc_volume *v, const struct tc_io *io)
 	}
 	if (io->op == TC_OP_FLUSH)
 		return 0;
+	if (v->cache->readonly && io->op != TC_OP_READ) {
+		tc_err(ctx, "volume \"%s\": %s refused: cache %s is open read-only for "
+		       "inspection", v->name, op, v->cache->dev->name);
+		return -EROFS;
+	}
 	if (io->length == 0) {
 		tc_err(ctx, "volume \"%s\": %s of length 0 at offset %llu", v->name, op,
 		       (unsigned long long)io->offset);
@@ -1081,6 +1101,105 @@ static bool read_bypass_whole(struct tc_req *r, struct tc_io *io, uint64_t first
 	return true;
 }
 
+/* Release the line locks of the first @n sub-requests of a whole-stripe write. */
+static void stripes_release(struct tc_req *r, uint32_t n)
+{
+	struct tc_cache *c = r->vol->cache;
+	for (uint32_t i = 0; i < n; i++) {
+		struct tc_sub *s = &r->subs[i];
+		pthread_mutex_lock(&s->shard->lock);
+		s->hold.inf->gen++;
+		struct tc_line_hold *g = tc_line_release_locked(c, s->shard, &s->hold);
+		pthread_mutex_unlock(&s->shard->lock);
+		tc_line_resume(c, g);
+	}
+}
+
+static void stripe_write_done(struct tc_io *bio, int result)
+{
+	struct tc_req *r = bio->private_data;
+	if (result)
+		tc_stat_add(r->vol, ST_BACKING_ERRORS, 1);
+	stripes_release(r, r->nsubs);
+	req_part_done(r, result);
+}
+
+/*
+ * A write of whole aligned full stripes of a backing where partial stripes are
+ * expensive (a parity array), in any write policy, unless instant write-back makes
+ * it dirty: one backing write for the whole request, so the array writes full
+ * stripes and reads nothing, instead of one partial-stripe write per cache line (the
+ * SSD-caching controllers' write-back does the same).  In wb and instwb that is the
+ * write's route; in wt, wa and pt, and for a stream the sequential detector sends
+ * around, it is the same data reaching the backing with no read-modify-write, and
+ * not cached (write-through would have cached it: a full-stripe stream is the one
+ * case where the cache device's copy costs the array its full-stripe rate).  Only
+ * when the cache holds none of its lines and nobody holds or waits for them: each is
+ * then held exclusively, without queueing, until the write completes, so that no
+ * read fills it or other write caches it meanwhile; anything else takes the per-line
+ * path.  Returns false when the request must take it.
+ */
+static bool write_stripes_whole(struct tc_req *r, struct tc_io *io, uint64_t first,
+				uint64_t last)
+{
+	struct tc_volume *v = r->vol;
+	struct tc_cache *c = v->cache;
+	tc_dev *b = v->backing;
+	uint64_t st = v->stripe;
+	if (io->op != TC_OP_WRITE || !st || io->offset % st || io->length % st ||
+	    (io->offset | io->length) % b->lbs || r->instant_lo < r->instant_hi ||
+	    atomic_load(&c->failed))
+		return false;
+	for (uint64_t l = first; l <= last; l++) {
+		struct tc_sub *s = &r->subs[l - first];
+		s->key = tc_line_key(v->id, (uint32_t)l);
+		s->shard = tc_shard_of(c, s->key);
+		s->hold.want_excl = true;
+		pthread_mutex_lock(&s->shard->lock);
+		/* No record exists: the acquisition cannot queue (false: out of memory). */
+		bool taken = tc_map_lookup(c, s->key) == TC_SLOT_NONE &&
+			     !tc_inflight_exists(s->shard, s->key) &&
+			     tc_line_acquire(c, s->shard, s->key, &s->hold);
+		pthread_mutex_unlock(&s->shard->lock);
+		if (!taken) {
+			stripes_release(r, (uint32_t)(l - first));
+			for (uint64_t i = 0; i <= l - first; i++)
+				memset(&r->subs[i].hold, 0, sizeof(r->subs[i].hold));
+			return false;
+		}
+	}
+	const struct iovec *iov = io->iov;
+	int iovcnt = io->iovcnt;
+	if (b->direct && !iov_aligned(io->iov, io->iovcnt)) {
+		r->bounce = tc_alloc_buf(io->length);
+		if (!r->bounce) {
+			stripes_release(r, r->nsubs);
+			for (uint32_t i = 0; i < r->nsubs; i++)
+				memset(&r->subs[i].hold, 0, sizeof(r->subs[i].hold));
+			return false;
+		}
+		tc_iov_to_buf(r->bounce, io->iov, io->iovcnt, 0, io->length);
+		r->biov.iov_base = r->bounce;
+		r->biov.iov_len = io->length;
+		iov = &r->biov;
+		iovcnt = 1;
+	}
+	tc_stat_add(v, ST_WRITE_MISSES, last - first + 1);
+	tc_stat_add(v, ST_FULL_STRIPE_BYTES, io->length);
+	r->stripe_path = TC_SRATE_BACKING;
+	atomic_store(&r->left, 1);
+	r->bflush.op = TC_OP_WRITE;
+	r->bflush.flags = io->flags & TC_IO_FUA;
+	r->bflush.offset = TC_BACKING_DATA_OFFSET + io->offset;
+	r->bflush.length = io->length;
+	r->bflush.iov = iov;
+	r->bflush.iovcnt = iovcnt;
+	r->bflush.done = stripe_write_done;
+	r->bflush.private_data = r;
+	tc_dev_submit(b, &r->bflush);
+	return true;
+}
+
 void tc_volume_submit(struct tc_volume *v, struct tc_io *io)
 {
 	struct tc_cache *c = v->cache;
@@ -1113,7 +1232,8 @@ void tc_volume_submit(struct tc_volume *v, struct tc_io *io)
 	req_live_add(c, r);
 	atomic_fetch_add(&v->inflight_reqs, 1);
 	atomic_fetch_add(&c->inflight_reqs, 1);
-	atomic_store(&v->last_io_ns, tc_ctx_now(c->ctx));
+	r->start_ns = tc_ctx_now(c->ctx);
+	atomic_store(&v->last_io_ns, r->start_ns);
 
 	if (io->op == TC_OP_FLUSH) {
 		tc_stat_add(v, ST_FLUSHES, 1);
@@ -1151,8 +1271,15 @@ void tc_volume_submit(struct tc_volume *v, struct tc_io *io)
 		tc_stat_add(v, ST_DISCARDS, 1);
 		break;
 	}
-	r->seq_bypass = tc_plan_seq_bypass(v, io);
+	tc_plan_instant(r, io);
+	r->seq_bypass = tc_plan_seq_bypass(v, io, r->instant_lo == io->offset &&
+					    r->instant_hi == io->offset + io->length);
+	/* A stream through a pinned range still fills it (region.c). */
+	if (r->seq_bypass && tc_region_any(v, (uint32_t)first, (uint32_t)last, TC_REGION_PINNED))
+		r->seq_bypass = false;
 	if (r->seq_bypass && io->op == TC_OP_READ && read_bypass_whole(r, io, first, last))
+		return;
+	if (write_stripes_whole(r, io, first, last))
 		return;
 
 	/* One extra reference held by this function: sub-requests can finish inside

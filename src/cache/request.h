@@ -53,6 +53,18 @@ struct tc_req {
 	_Atomic int left;
 	_Atomic int err;
 	bool seq_bypass;
+	atomic_bool missed;        /* a line was not a full hit: a miss for the latency
+				    * histograms (tc_lat_record) */
+	uint64_t start_ns;         /* submitted (tc_ctx_now) */
+	/* Instant write-back: the whole aligned full stripes of the backing this write
+	 * covers, volume bytes [instant_lo, instant_hi), made dirty at once (plan.c,
+	 * tc_plan_instant); empty when lo == hi. */
+	uint64_t instant_lo, instant_hi;
+	/* How a write of whole stripes went, for the service-rate rule: TC_SRATE_NONE
+	 * (0, not wholly either way), TC_SRATE_CACHE or TC_SRATE_BACKING. */
+	uint8_t stripe_path;
+	bool stripe_probe;         /* ... the rule sent it the way it does not favour */
+	bool stripe_switch;        /* ... the volume's previous one went the other way */
 	uint32_t nsubs;
 	/* FLUSH; a whole-request backing read (read_bypass_whole) uses bflush too */
 	struct tc_commit_waiter cw;
@@ -92,6 +104,8 @@ struct tc_sub {
 	bool repl_touched;         /* the policy was told (once per sub-request) */
 	bool direct;               /* hit or write straight from/to the client's iovecs */
 	bool backing_write;
+	bool bulk_round;           /* this round's device requests are TC_PRIO_BULK (a
+				    * fill), not the volume's priority */
 	uint8_t *buf;              /* line-sized bounce buffer */
 	int step;                  /* enum sub_step_id */
 	_Atomic int pending;
@@ -110,8 +124,24 @@ struct tc_sub {
 
 /* ---- planning (plan.c); shard lock and line lock held unless said otherwise ---- */
 /* Whether the sequential detector sends request @io around the cache (counted);
- * before the request is split, no lock held. */
-bool tc_plan_seq_bypass(struct tc_volume *v, const struct tc_io *io);
+ * before the request is split, no lock held.  An @instant write (wholly made dirty
+ * by instant write-back) is seen by the detector, so that the stream it belongs to
+ * goes around once instant write-back stops, but is never sent around. */
+bool tc_plan_seq_bypass(struct tc_volume *v, const struct tc_io *io, bool instant);
+/* Instant write-back (TC_WP_INSTWB): set @r's instant range to the whole aligned full
+ * stripes @io covers, when the cache can take them dirty now; counted.  Before the
+ * request is split, no lock held. */
+void tc_plan_instant(struct tc_req *r, const struct tc_io *io);
+
+enum { TC_SRATE_NONE = 0, TC_SRATE_CACHE = 1, TC_SRATE_BACKING = 2 };
+/* The service-rate rule: record that whole-stripe write @r of @len bytes took @ns on
+ * its path (r->stripe_path: TC_SRATE_CACHE or TC_SRATE_BACKING), in its volume @v's
+ * rate for the path (bytes/s; a request that switched path is not sampled, then a
+ * mean up to an EWMA of weight 1/8, a probe's weight 1/2: plan.c).  Lock-free; a
+ * sample lost to a concurrent one is harmless.  @ns == 0 (a device without a clock,
+ * the memory backend) tells nothing and is ignored. */
+void tc_plan_srate_sample(struct tc_volume *v, const struct tc_req *r, uint64_t len,
+			  uint64_t ns);
 /* Plan a read: sets the units from each device and s->step to STEP_HIT_READ,
  * STEP_MISS_BACKING_READ, or STEP_UPGRADE when a miss holds the line only shared. */
 void tc_plan_read(struct tc_sub *s);

@@ -3,9 +3,11 @@
  * stats.c - counters of volumes and caches, as C structs and as JSON (json-c).
  */
 #include <stdlib.h>
+#include <errno.h>
 #include <string.h>
 #include <json-c/json.h>
 #include "cache_priv.h"
+#include "tiercache-test.h"
 
 void tc_volume_stats(tc_volume *v, struct tc_volume_stats *st)
 {
@@ -42,6 +44,7 @@ void tc_volume_stats(tc_volume *v, struct tc_volume_stats *st)
 	st->cache_writeback_read_bytes = s[ST_CACHE_WB_READ_BYTES];
 	st->dirty_bytes = atomic_load(&v->dirty_units) * TC_UNIT_SIZE;
 	st->cached_bytes = atomic_load(&v->valid_units) * TC_UNIT_SIZE;
+	st->resident_bytes = atomic_load(&v->lines) * v->cache->line_size;
 	st->backing_stripe = v->stripe;
 	/* The rate is published when writeback happens; two seconds without any means
 	 * none is happening now, whatever the last published figure. */
@@ -49,13 +52,91 @@ void tc_volume_stats(tc_volume *v, struct tc_volume_stats *st)
 	st->writeback_rate = now - stamp > 2000000000ull ? 0 : atomic_load(&v->rate_last);
 	st->fallback_pt = atomic_load(&v->cache->failed);
 	st->draining = atomic_load(&v->draining) > 0;
+	st->write_policy = TC_SET(v, write_policy);
+	st->effective_policy = (uint8_t)tc_protect_effective(v);
+	st->policy_reason = st->effective_policy != st->write_policy ?
+			    tc_protect_reason(v->cache) : "";
+	st->instant_bytes = s[ST_INSTANT_BYTES];
+	st->full_stripe_bytes = s[ST_FULL_STRIPE_BYTES];
+	st->stream_rate_cache = atomic_load(&v->srate[0]);
+	st->stream_rate_backing = atomic_load(&v->srate[1]);
 	tc_dev_stats(v->backing, &st->backing);
+}
+
+/* ---- latency histograms --------------------------------------------------------- */
+
+void tc_lat_record(struct tc_volume *v, unsigned cls, uint64_t ns)
+{
+	if (atomic_load_explicit(&v->lat_off, memory_order_relaxed))
+		return;
+	struct tc_lat_hist *h = &v->lat[cls];
+	atomic_fetch_add_explicit(&h->b[tc_hist_bucket(ns)], 1, memory_order_relaxed);
+	atomic_fetch_add_explicit(&h->sum, ns, memory_order_relaxed);
+	/* The extremes move rarely: a load, and a CAS only when this one is beyond. */
+	uint64_t m = atomic_load_explicit(&h->max, memory_order_relaxed);
+	while (ns > m && !atomic_compare_exchange_weak_explicit(&h->max, &m, ns,
+								  memory_order_relaxed,
+								  memory_order_relaxed))
+		;
+	uint64_t inv = ~ns;
+	m = atomic_load_explicit(&h->inv_min, memory_order_relaxed);
+	while (inv > m && !atomic_compare_exchange_weak_explicit(&h->inv_min, &m, inv,
+								   memory_order_relaxed,
+								   memory_order_relaxed))
+		;
+}
+
+static const char *const lat_names[TC_LAT__COUNT] = {
+	[TC_LAT_READ_HIT] = "read_hit", [TC_LAT_READ_MISS] = "read_miss",
+	[TC_LAT_WRITE_HIT] = "write_hit", [TC_LAT_WRITE_MISS] = "write_miss",
+};
+
+const char *tc_lat_class_name(unsigned cls)
+{
+	return cls < TC_LAT__COUNT ? lat_names[cls] : NULL;
+}
+
+int tc_volume_latency(tc_volume *v, unsigned cls, struct tc_hist *out)
+{
+	if (cls >= TC_LAT__COUNT) {
+		tc_err(v->cache->ctx, "volume \"%s\": latency class %u does not exist "
+		       "(0..%u)", v->name, cls, TC_LAT__COUNT - 1);
+		return -EINVAL;
+	}
+	struct tc_lat_hist *h = &v->lat[cls];
+	tc_hist_init(out);
+	for (unsigned i = 0; i < TC_HIST_BUCKETS; i++) {
+		out->b[i] = atomic_load_explicit(&h->b[i], memory_order_relaxed);
+		out->count += out->b[i];
+	}
+	if (!out->count)
+		return 0;
+	out->sum = (long double)atomic_load_explicit(&h->sum, memory_order_relaxed);
+	out->max = atomic_load_explicit(&h->max, memory_order_relaxed);
+	uint64_t inv = atomic_load_explicit(&h->inv_min, memory_order_relaxed);
+	out->min = inv ? ~inv : 0;
+	if (out->min > out->max)   /* a reset between the loads */
+		out->min = out->max;
+	return 0;
+}
+
+void tc_volume_set_latency_stats(tc_volume *v, bool on)
+{
+	atomic_store(&v->lat_off, !on);
 }
 
 void tc_volume_stats_reset(tc_volume *v)
 {
 	for (int i = 0; i < ST__COUNT; i++)
 		atomic_store_explicit(&v->st[i], 0, memory_order_relaxed);
+	for (unsigned c = 0; c < TC_LAT__COUNT; c++) {
+		struct tc_lat_hist *h = &v->lat[c];
+		for (unsigned i = 0; i < TC_HIST_BUCKETS; i++)
+			atomic_store_explicit(&h->b[i], 0, memory_order_relaxed);
+		atomic_store_explicit(&h->sum, 0, memory_order_relaxed);
+		atomic_store_explicit(&h->max, 0, memory_order_relaxed);
+		atomic_store_explicit(&h->inv_min, 0, memory_order_relaxed);
+	}
 }
 
 void tc_cache_stats(tc_cache *c, struct tc_cache_stats *st)
@@ -102,6 +183,11 @@ void tc_cache_stats(tc_cache *c, struct tc_cache_stats *st)
 	st->mem_ghost_bytes = ghosts;
 	st->mem_admission_bytes = tc_admit_mem(&c->admit);
 	st->checksums = c->csum != NULL;
+	struct tc_dev_limits l;
+	tc_dev_limits(c->dev, &l);
+	st->redundancy = l.redundancy;
+	st->unprotected_writeback = atomic_load(&c->wb_guard) != TC_WB_GUARD_PROTECTED;
+	st->writeback_held = atomic_load(&c->wb_hold) != TC_HOLD_NONE;
 	st->mem_csum_bytes = c->csum ? (uint64_t)c->nslots * c->units * sizeof(*c->csum) : 0;
 	st->csum_errors = atomic_load(&c->csum_errors);
 	st->recovered_dirty_lines = c->recovered_dirty;
@@ -126,6 +212,53 @@ static json_object *dev_stats_json(const struct tc_dev_stats *d)
 	add_u64(o, "bytes_read", d->bytes_read);
 	add_u64(o, "bytes_written", d->bytes_written);
 	add_u64(o, "errors", d->errors);
+	return o;
+}
+
+/* The four latency histograms: percentiles, extremes and, for the distribution, the
+ * counts between consecutive powers of two (exact: every power of two is a boundary
+ * of the histogram's buckets), non-empty ones only.  The histogram's own 7,424 buckets
+ * would make a response longer than the control protocol's line (CTL_LINE_MAX). */
+static json_object *latency_json(tc_volume *v)
+{
+	struct tc_hist *h = malloc(sizeof(*h));
+	json_object *o = json_object_new_object();
+	if (!h || !o) {
+		free(h);
+		json_object_put(o);
+		return NULL;
+	}
+	static const double pct[] = { 50, 90, 99, 99.9, 99.99 };
+	static const char *const pname[] = { "p50_ns", "p90_ns", "p99_ns", "p999_ns",
+					     "p9999_ns" };
+	for (unsigned c = 0; c < TC_LAT__COUNT; c++) {
+		tc_volume_latency(v, c, h);
+		json_object *j = json_object_new_object();
+		add_u64(j, "count", h->count);
+		add_u64(j, "min_ns", h->count ? h->min : 0);
+		add_u64(j, "mean_ns", (uint64_t)tc_hist_mean(h));
+		for (unsigned i = 0; i < sizeof(pct) / sizeof(pct[0]); i++)
+			add_u64(j, pname[i], tc_hist_percentile(h, pct[i]));
+		add_u64(j, "max_ns", h->max);
+		json_object *b = json_object_new_array();
+		/* [0, 1024), then [2^k, 2^(k+1)) up to the last, [2^63, max]. */
+		uint64_t below = 0;
+		for (unsigned k = 10; h->count && below < h->count && k <= 64; k++) {
+			uint64_t hi = k < 64 ? 1ull << k : 0;
+			uint64_t upto = k < 64 ? tc_hist_count_below(h, hi) : h->count;
+			if (upto == below)
+				continue;
+			json_object *e = json_object_new_object();
+			add_u64(e, "ge_ns", k == 10 ? 0 : 1ull << (k - 1));
+			add_u64(e, "lt_ns", k < 64 ? hi : UINT64_MAX);
+			add_u64(e, "count", upto - below);
+			json_object_array_add(b, e);
+			below = upto;
+		}
+		json_object_object_add(j, "buckets", b);
+		json_object_object_add(o, tc_lat_class_name(c), j);
+	}
+	free(h);
 	return o;
 }
 
@@ -159,7 +292,15 @@ char *tc_volume_stats_json(tc_volume *v)
 	add_u64(o, "bypassed_bytes", st.bypassed_bytes);
 	add_u64(o, "dirty_bytes", st.dirty_bytes);
 	add_u64(o, "cached_bytes", st.cached_bytes);
+	add_u64(o, "resident_bytes", st.resident_bytes);
 	add_u64(o, "backing_stripe", st.backing_stripe);
+	json_object_object_add(o, "effective_policy",
+			       json_object_new_string(tc_write_policy_name(st.effective_policy)));
+	json_object_object_add(o, "policy_reason", json_object_new_string(st.policy_reason));
+	add_u64(o, "instant_bytes", st.instant_bytes);
+	add_u64(o, "full_stripe_bytes", st.full_stripe_bytes);
+	add_u64(o, "stream_rate_cache", st.stream_rate_cache);
+	add_u64(o, "stream_rate_backing", st.stream_rate_backing);
 	add_u64(o, "writeback_bytes", st.writeback_bytes);
 	add_u64(o, "writeback_ios", st.writeback_ios);
 	add_u64(o, "writeback_rate", st.writeback_rate);
@@ -176,7 +317,21 @@ char *tc_volume_stats_json(tc_volume *v)
 	add_u64(cd, "client_bytes_written", st.cache_bytes_written - st.cache_fill_bytes);
 	add_u64(cd, "writeback_bytes_read", st.cache_writeback_read_bytes);
 	add_u64(cd, "client_bytes_read", st.cache_bytes_read - st.cache_writeback_read_bytes);
+	/* SSD endurance: cache-device data bytes written per host byte read or written */
+	if (st.bytes_read + st.bytes_written)
+		json_object_object_add(cd, "bytes_written_per_host_byte",
+				       json_object_new_double((double)st.cache_bytes_written /
+							      (double)(st.bytes_read +
+								       st.bytes_written)));
+	else
+		json_object_object_add(cd, "bytes_written_per_host_byte", NULL);
 	json_object_object_add(o, "cache_device", cd);
+	json_object *lat = latency_json(v);
+	if (!lat) {
+		json_object_put(o);
+		return NULL;
+	}
+	json_object_object_add(o, "latency", lat);
 	char *out = strdup(json_object_to_json_string_ext(o, JSON_C_TO_STRING_PRETTY |
 							    JSON_C_TO_STRING_NOSLASHESCAPE));
 	json_object_put(o);
@@ -209,6 +364,10 @@ char *tc_cache_stats_json(tc_cache *c)
 	add_u64(o, "recovery_ns", st.recovery_ns);
 	json_object_object_add(o, "cache_device", dev_stats_json(&st.dev));
 	json_object_object_add(o, "fallback_pt", json_object_new_boolean(atomic_load(&c->failed)));
+	add_u64(o, "redundancy", st.redundancy);
+	json_object_object_add(o, "unprotected_writeback",
+			       json_object_new_boolean(st.unprotected_writeback));
+	json_object_object_add(o, "writeback_held", json_object_new_boolean(st.writeback_held));
 	char *out = strdup(json_object_to_json_string_ext(o, JSON_C_TO_STRING_PRETTY |
 							    JSON_C_TO_STRING_NOSLASHESCAPE));
 	json_object_put(o);

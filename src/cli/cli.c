@@ -166,13 +166,41 @@ static int abs_spec(const char *spec, bool missing_ok, char *buf, size_t len)
 	return 0;
 }
 
+/* "array:M1,M2,...": every member made absolute. */
+static int abs_array_spec(const char *spec, bool missing_ok, char *buf, size_t len)
+{
+	char *list = strdup(spec + 6), *save = NULL;
+	size_t used = (size_t)snprintf(buf, len, "array:");
+	int r = list ? 0 : -1;
+	for (char *m = list ? strtok_r(list, ",", &save) : NULL; m && !r;
+	     m = strtok_r(NULL, ",", &save)) {
+		char one[PATH_MAX];
+		r = abs_spec(m, missing_ok, one, sizeof(one));
+		if (r)
+			break;
+		int n = snprintf(buf + used, len - used, "%s%s", used > 6 ? "," : "", one);
+		if (n < 0 || (size_t)n >= len - used) {
+			cli_err("device %s: spec too long", spec);
+			r = -1;
+			break;
+		}
+		used += (size_t)n;
+	}
+	free(list);
+	return r;
+}
+
 int cli_abs_spec(const char *spec, char *buf, size_t len)
 {
+	if (!strncmp(spec, "array:", 6))
+		return abs_array_spec(spec, false, buf, len);
 	return abs_spec(spec, false, buf, len);
 }
 
 int cli_abs_spec_named(const char *spec, char *buf, size_t len)
 {
+	if (!strncmp(spec, "array:", 6))
+		return abs_array_spec(spec, true, buf, len);
 	return abs_spec(spec, true, buf, len);
 }
 

@@ -34,7 +34,9 @@ struct cli_cmd {
 int cmd_create(int argc, char **argv);
 int cmd_attach(int argc, char **argv);
 int cmd_set(int argc, char **argv);
+int cmd_set_cache(int argc, char **argv);
 int cmd_flush(int argc, char **argv);
+int cmd_invalidate(int argc, char **argv);
 int cmd_detach(int argc, char **argv);
 int cmd_status(int argc, char **argv);
 int cmd_stats(int argc, char **argv);
@@ -44,6 +46,10 @@ int cmd_forget(int argc, char **argv);
 int cmd_debug(int argc, char **argv);
 int cmd_bench(int argc, char **argv);
 int cmd_replay(int argc, char **argv);
+int cmd_array(int argc, char **argv);
+/* cmd_create_array - `tiercache create array ...` (argv[0] "array"), with create's
+ * manual @help for --help. */
+int cmd_create_array(int argc, char **argv, const char *help);
 
 /* The name of the running subcommand ("create", ...), for messages. */
 extern const char *cli_cmd_name;
@@ -75,8 +81,8 @@ int cli_uint(const char *opt, const char *arg, uint64_t lo, uint64_t hi, uint64_
  * (errors and warnings; info too with @verbose).  Exits with TC_EXIT_FAIL on failure. */
 tc_ctx *cli_ctx(bool verbose);
 
-/* cli_abs_spec - @spec ("PATH", "crash:PATH", "emu:PROFILE:PATH") with its path made
- * absolute, into @buf (a remote spec, "nbd:URI", is copied as it is; the file behind
+/* cli_abs_spec - @spec ("PATH", "crash:PATH", "emu:PROFILE:PATH"; "array:M1,M2,..."
+ * member by member) with its path made absolute, into @buf (a remote spec, "nbd:URI", is copied as it is; the file behind
  * a spec is tc_dev_spec_path's).  Returns 0, or -1 after a message naming the
  * device. */
 int cli_abs_spec(const char *spec, char *buf, size_t len);

@@ -40,8 +40,9 @@ static const char help[] =
 
 static const char *kind_name(enum tc_probe_kind k)
 {
-	static const char *const n[] = { "empty", "cache", "backing", "foreign", "unknown" };
-	return k <= TC_PROBE_UNKNOWN ? n[k] : "unknown";
+	static const char *const n[] = { "empty", "cache", "backing", "foreign", "unknown",
+					  "array member" };
+	return k <= TC_PROBE_ARRAY ? n[k] : "unknown";
 }
 
 /* Check one device; fills @o; returns true when healthy. */

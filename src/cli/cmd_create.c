@@ -15,15 +15,19 @@
 
 static const char help[] =
 "NAME\n"
-"    tiercache create - format a backing device (a volume) or a cache device\n"
+"    tiercache create - format a backing device (a volume) or a cache device, or\n"
+"    create an array (software RAID) over member devices\n"
 "\n"
 "SYNOPSIS\n"
 "    tiercache create backing DEVICE --name NAME [--stripe-size SIZE] [--size SIZE]\n"
-"                     [--read-cache on|off] [--write-policy wt|wb|wa|pt]\n"
+"                     [--read-cache on|off] [--write-policy wt|wb|wa|pt|instwb]\n"
 "                     [--flush-rate low|medium|high] [--force] [--json]\n"
-"    tiercache create cache DEVICE [--line-size SIZE] [--replacement s3fifo|lru]\n"
-"                     [--checksums on|off] [--size SIZE] [--force] [--discard-dirty]\n"
-"                     [--json]\n"
+"    tiercache create cache DEVICE [--line-size SIZE] [--replacement POLICY]\n"
+"                     [--checksums on|off] [--unprotected-writeback] [--size SIZE]\n"
+"                     [--force] [--discard-dirty] [--json]\n"
+"    tiercache create array NAME --level 0|1|5|6|10 [--chunk SIZE] [--copies N]\n"
+"                     [--spare DEVICE]... [--assume-clean] [--consistency-policy ppl|bitmap]\n"
+"                     [--force] [--json] DEVICE...\n"
 "\n"
 "DESCRIPTION\n"
 "    `create backing` writes a backing superblock on DEVICE (the slow device or array)\n"
@@ -34,9 +38,27 @@ static const char help[] =
 "    `create cache` writes an empty cache onto DEVICE (the fast device): two superblock\n"
 "    copies and the metadata area.  One cache serves up to 64 volumes.\n"
 "\n"
+"    `create array` writes a member superblock on every DEVICE (in slot order) and on\n"
+"    every --spare, making the array NAME: RAID 0 (striping), 1 (n-way mirror), 10\n"
+"    (striped mirrors, md's near layout), 5 (one parity chunk per stripe) or 6 (two).\n"
+"    Each member's first 8 MiB hold the array's metadata; the array's data follows.\n"
+"    Members of different sizes are used up to the smallest (said on stderr).  On the\n"
+"    redundant levels the members' data areas are zeroed first, so that parity and\n"
+"    copies agree (a hole punch on sparse files; on disks it writes every byte, unless\n"
+"    --assume-clean).  Refused, before anything is written: a name that is not valid,\n"
+"    too few members for the level (raid0 and raid1 2, raid5 3, raid6 4, raid10 the\n"
+"    copies), a device given twice, a chunk that is not a power of two from 4K to 64M,\n"
+"    a member too small, and, unless --force, a device that holds another array's\n"
+"    member superblock, a tiercache cache or backing, a file system or another\n"
+"    format's signature.  Afterwards the array is array:DEVICE,DEVICE,... wherever a\n"
+"    device is named (e.g. `create backing array:d0,d1,d2 --name vol`), and `serve`\n"
+"    takes the members among its devices; see `tiercache array --help`.\n"
+"\n"
 "    DEVICE is a path (file or block device), crash:PATH (a crash-test device, for\n"
-"    tests), emu:PROFILE:PATH (an emulated HDD or SSD) or nbd:URI (an NBD export,\n"
-"    e.g. nbd:nbd://host/name; its size is the server's).  A missing file is created\n"
+"    tests), emu:PROFILE:PATH (an emulated HDD or SSD), nbd:URI (an NBD export,\n"
+"    e.g. nbd:nbd://host/name; its size is the server's), rbd:POOL/IMAGE[@CONF]\n"
+"    (a Ceph RBD image; its size is the image's) or array:MEMBER,MEMBER,...\n"
+"    (an array, assembled from its members in any order).  A missing file is created\n"
 "    (sparse) when --size is given.\n"
 "\n"
 "    Safety: a device that holds a file system, a partition table, another format's\n"
@@ -51,38 +73,66 @@ static const char help[] =
 "    --name NAME            volume name: 1-31 characters of [A-Za-z0-9._-]\n"
 "    --stripe-size SIZE     full-stripe size of the array behind the backing (power of\n"
 "                           two, 4K..16M; 0 = none), recorded for stripe-aware writeback\n"
-"    --read-cache on|off, --write-policy wt|wb|wa|pt, --flush-rate low|medium|high\n"
+"    --read-cache on|off, --write-policy wt|wb|wa|pt|instwb, --flush-rate low|medium|high\n"
 "                           the volume's initial settings (see `tiercache set --help`)\n"
 "    --line-size SIZE       cache line size: 4K, 8K, 16K, 32K or 64K (default 64K)\n"
-"    --replacement POLICY   s3fifo (default) or lru\n"
+"    --replacement POLICY   which resident line a miss evicts: s3fifo (default), lru,\n"
+"                           arc, 2q, sieve, wtinylfu, lirs or wtinylfu-hc (W-TinyLFU\n"
+"                           with an adaptive window; docs/policy.md compares\n"
+"                           them); --policy POLICY is the same option\n"
 "    --checksums on|off     check cached data on every read from the cache device\n"
 "                           (default on): a 32-bit XXH3 of each 4 KiB unit is kept in\n"
 "                           RAM (4 bytes per 4 KiB of cache, 1 GiB per TiB); a clean\n"
 "                           unit that fails is read from the backing and filled again,\n"
 "                           a dirty one is an I/O error and is never written back\n"
+"    --unprotected-writeback\n"
+"                           allow write-back (wb, instwb) on a cache device without\n"
+"                           redundancy (a single SSD, a RAID 0), stored in the\n"
+"                           superblock: dirty data is lost if that device fails.\n"
+"                           Without it, write-back needs a cache that survives a\n"
+"                           device failure (redundancy >= 1: RAID 1, 10, 5) and is\n"
+"                           refused otherwise; status warns about such a cache.\n"
+"                           Caches formatted before this option existed keep\n"
+"                           write-back as if it had been given\n"
 "    --size SIZE            create DEVICE as a sparse file of SIZE if it does not exist\n"
 "    --force                overwrite a device that holds data (see Safety)\n"
 "    --discard-dirty        also overwrite a cache that holds dirty data, or a\n"
 "                           write-back backing (that data is lost; implies --force)\n"
 "    --json                 print the result as JSON\n"
+"    --level LEVEL          array: 0, 1, 5, 6 or 10 (also raid0 ... raid10)\n"
+"    --chunk SIZE           array: bytes per member per stripe, a power of two from\n"
+"                           4K to 64M (default 256K)\n"
+"    --copies N             array, raid10 only: copies of every chunk (default 2)\n"
+"    --spare DEVICE         array: a hot spare (repeatable), kept for a rebuild\n"
+"    --assume-clean         array: the members hold zeros already; skip zeroing them\n"
+"    --consistency-policy P array, raid5/raid6: how parity is made consistent after a\n"
+"                           crash.  ppl (default): a partial-parity log on the members\n"
+"                           closes the write hole; bitmap: a write-intent map, resync of\n"
+"                           the regions written (the write hole stays open)\n"
 "\n"
 "EXAMPLES\n"
 "    truncate -s 20G /srv/hdd.img && truncate -s 2G /srv/ssd.img\n"
 "    tiercache create backing /srv/hdd.img --name db\n"
-"    tiercache create cache /srv/ssd.img --line-size 64K\n"
+"    tiercache create cache /srv/ssd.img --line-size 64K --unprotected-writeback\n"
+"    tiercache create array data --level 6 --chunk 256K /srv/d0.img /srv/d1.img \\\n"
+"        /srv/d2.img /srv/d3.img --spare /srv/s0.img\n"
+"    tiercache create backing array:/srv/d0.img,/srv/d1.img,/srv/d2.img,/srv/d3.img \\\n"
+"        --name db\n"
 "\n"
 "EXIT STATUS\n"
 "    0 formatted, 1 refused or failed (nothing changed), 2 bad usage.\n";
 
 enum { OPT_NAME = 256, OPT_STRIPE, OPT_LINE, OPT_REPL, OPT_SIZE, OPT_FORCE, OPT_DISCARD,
-       OPT_JSON, OPT_RC, OPT_WP, OPT_FR, OPT_CSUM, OPT_HELP };
+       OPT_JSON, OPT_RC, OPT_WP, OPT_FR, OPT_CSUM, OPT_UNPROT, OPT_HELP };
 
 static const struct option options[] = {
 	{ "name", required_argument, NULL, OPT_NAME },
 	{ "stripe-size", required_argument, NULL, OPT_STRIPE },
 	{ "line-size", required_argument, NULL, OPT_LINE },
 	{ "replacement", required_argument, NULL, OPT_REPL },
+	{ "policy", required_argument, NULL, OPT_REPL },
 	{ "checksums", required_argument, NULL, OPT_CSUM },
+	{ "unprotected-writeback", no_argument, NULL, OPT_UNPROT },
 	{ "size", required_argument, NULL, OPT_SIZE },
 	{ "force", no_argument, NULL, OPT_FORCE },
 	{ "discard-dirty", no_argument, NULL, OPT_DISCARD },
@@ -143,7 +193,7 @@ static int check_overwrite(tc_ctx *ctx, tc_dev *dev, const char *spec,
 		return 0;
 	}
 	if (p->kind == TC_PROBE_BACKING && p->cache_uuid[0] &&
-	    p->settings.write_policy == TC_WP_WB && !discard_dirty) {
+	    tc_write_policy_is_wb(p->settings.write_policy) && !discard_dirty) {
 		/* Its cache may hold the volume's newest data: formatting the backing would
 		 * orphan it.  Only the cache knows; without it, assume so. */
 		cli_err("device %s: holds the backing of volume \"%s\", attached in write-back "
@@ -169,10 +219,12 @@ static int check_overwrite(tc_ctx *ctx, tc_dev *dev, const char *spec,
 
 int cmd_create(int argc, char **argv)
 {
+	if (argc >= 2 && !strcmp(argv[1], "array"))
+		return cmd_create_array(argc - 1, argv + 1, help);
 	const char *name = NULL, *line_arg = NULL, *stripe_arg = NULL;
 	uint64_t stripe = 0, line = 0, size = 0;
 	int repl = -1, csum = -1;
-	bool force = false, discard = false, json = false;
+	bool force = false, discard = false, json = false, unprot = false;
 	struct tc_volume_settings set;
 	tc_volume_settings_default(&set);
 	int c;
@@ -197,7 +249,8 @@ int cmd_create(int argc, char **argv)
 			break;
 		case OPT_REPL:
 			if ((repl = tc_replacement_parse(optarg)) < 0)
-				return cli_usage("--replacement: \"%s\" is not s3fifo or lru", optarg);
+				return cli_usage("--replacement/--policy: \"%s\" is not s3fifo, "
+						 "lru, arc, 2q, sieve, wtinylfu, lirs or wtinylfu-hc", optarg);
 			break;
 		case OPT_SIZE:
 			if (cli_size("--size", optarg, &size))
@@ -207,6 +260,7 @@ int cmd_create(int argc, char **argv)
 						 optarg);
 			break;
 		case OPT_FORCE: force = true; break;
+		case OPT_UNPROT: unprot = true; break;
 		case OPT_DISCARD: discard = true; break;
 		case OPT_JSON: json = true; break;
 		case OPT_RC:
@@ -216,7 +270,7 @@ int cmd_create(int argc, char **argv)
 			break;
 		case OPT_WP:
 			if ((v = tc_write_policy_parse(optarg)) < 0)
-				return cli_usage("--write-policy: \"%s\" is not wt, wb, wa or pt",
+				return cli_usage("--write-policy: \"%s\" is not wt, wb, wa, pt or instwb",
 						 optarg);
 			set.write_policy = (uint8_t)v;
 			break;
@@ -239,6 +293,8 @@ int cmd_create(int argc, char **argv)
 		return cli_usage("\"%s\": expected backing or cache", kind);
 	if (backing && !name)
 		return cli_usage("create backing: --name NAME is required");
+	if (backing && unprot)
+		return cli_usage("create backing: --unprotected-writeback is for caches");
 	if (!backing && (name || stripe))
 		return cli_usage("create cache: --name and --stripe-size are for backings");
 	if (backing && (line || repl >= 0 || csum >= 0))
@@ -299,6 +355,7 @@ int cmd_create(int argc, char **argv)
 			o.replacement = (uint8_t)repl;
 		if (csum >= 0)
 			o.checksums = csum;
+		o.unprotected_writeback = unprot;
 		r = tc_cache_format(ctx, dev, &o);
 	}
 	if (r)
@@ -313,14 +370,16 @@ int cmd_create(int argc, char **argv)
 			printf(",\"name\":\"%s\",\"size\":%" PRIu64 ",\"stripe_size\":%u}\n",
 			       p.name, p.volume_size, p.stripe_size);
 		else
-			printf(",\"line_size\":%u,\"lines\":%" PRIu64 "}\n", p.line_size, p.lines);
+			printf(",\"line_size\":%u,\"lines\":%" PRIu64 ",\"unprotected_writeback\":%s}\n",
+			       p.line_size, p.lines, unprot ? "true" : "false");
 	} else if (backing) {
 		printf("backing %s: volume \"%s\", %s, uuid %s\n", spec, p.name,
 		       tc_size_format(p.volume_size, hb, sizeof(hb)), p.uuid);
 	} else {
-		printf("cache %s: %" PRIu64 " lines of %s (%s), uuid %s\n", spec, p.lines,
+		printf("cache %s: %" PRIu64 " lines of %s (%s), uuid %s%s\n", spec, p.lines,
 		       tc_size_format(p.line_size, hb, sizeof(hb)),
-		       tc_size_format(p.lines * p.line_size, (char[32]){0}, 32), p.uuid);
+		       tc_size_format(p.lines * p.line_size, (char[32]){0}, 32), p.uuid,
+		       unprot ? "; write-back allowed without redundancy" : "");
 	}
 	rc = TC_EXIT_OK;
 out:

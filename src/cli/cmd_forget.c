@@ -191,7 +191,7 @@ int cmd_forget(int argc, char **argv)
 		if (known)
 			printf("dirty data lost: %s, as the cache's metadata last recorded it\n",
 			       tc_size_format(dirty, hb, sizeof(hb)));
-		else if (p.settings.write_policy == TC_WP_WB)
+		else if (tc_write_policy_is_wb(p.settings.write_policy))
 			printf("dirty data lost: not known (write-back; give --cache DEVICE if the "
 			       "old cache can still be read)\n");
 		else

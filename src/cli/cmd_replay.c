@@ -34,12 +34,12 @@ static const char replay_help[] =
 "    tiercache replay TRACE --format FMT [--trace-volume ID] [--limit N]\n"
 "                     [--target URI] [--speed X | --queue-depth N] [--warmup N]\n"
 "                     [--cache-size SIZE|P% | --cache-sizes LIST] [--line-size SIZE]\n"
-"                     [--write-policy wt|wb|wa|pt] [--replacement lru|s3fifo]\n"
+"                     [--write-policy wt|wb|wa|pt] [--replacement POLICY]\n"
 "                     [--fill sectors|line] [--admission always|nhit] [--nhit N]\n"
 "                     [--seq-cutoff SIZE] [--devices emu|file|memory]\n"
 "                     [--hdd-profile P] [--ssd-profile P] [--volume-cap SIZE]\n"
 "                     [--tmpdir DIR] [--seed N] [--max-bad-lines N]\n"
-"                     [--max-inflight N] [--json] [--quiet]\n"
+"                     [--max-inflight N] [--as-reads] [--json] [--quiet]\n"
 "\n"
 "DESCRIPTION\n"
 "    Reads the block trace TRACE (plain, or gzip, bzip2, xz or zstd compressed:\n"
@@ -110,7 +110,9 @@ static const char replay_help[] =
 "                           miss-ratio curve\n"
 "    --line-size SIZE       cache line, a power of two 4K..64K (default 64K)\n"
 "    --write-policy P       wt, wb, wa or pt (default wb)\n"
-"    --replacement R        lru or s3fifo (default s3fifo)\n"
+"    --replacement R        s3fifo (default), lru, arc, 2q, sieve, wtinylfu, lirs\n"
+"                           or wtinylfu-hc (W-TinyLFU, adaptive window);\n"
+"                           --policy R is the same option\n"
 "    --fill F               what a read miss fills: sectors (the 4 KiB units asked\n"
 "                           for) or line (every invalid unit of the line; the\n"
 "                           default)\n"
@@ -137,6 +139,10 @@ static const char replay_help[] =
 "                           several times faster (the files take RAM there: up\n"
 "                           to the footprint plus the cache)\n"
 "    --seed N               seed of the deterministic context (default 1)\n"
+"    --as-reads             replay every request as a read of the same bytes:\n"
+"                           nothing is ever dirty, so with --admission always and\n"
+"                           --seq-cutoff 0 the eviction order is the replacement\n"
+"                           policy's own, as in a cache simulator (docs/policy.md)\n"
 "    --json                 print one JSON object instead of the tables\n"
 "    -q, --quiet            no progress bar (it is drawn only when stderr is a\n"
 "                           terminal anyway)\n"
@@ -186,14 +192,16 @@ static const char replay_help[] =
 "    cache line, engine counters),\n"
 "    iops, throughput_bytes_per_s, elapsed_s, latency_us {mean, p50, p90, p99,\n"
 "    p999, max, read {...}, write {...}}, latency_histogram_us [{le, count}],\n"
-"    cache {...}, backing_device {...}, cache_device {...}, trace {...},\n"
+"    cache {...}, backing_device {...}, cache_device {...},\n"
+"    ssd_bytes_per_host_byte (SSD endurance: cache-device bytes written, data and\n"
+"    metadata, per byte the host read or wrote), trace {...},\n"
 "    layout {...}, config {...} (the cache and every volume setting of the run:\n"
 "    line_size, replacement, write_policy, read_cache, seq_cutoff, admission, nhit,\n"
 "    fill, flush_rate).  Ratios are null when not known (NBD mode) or\n"
 "    not defined (no request of that kind).  With --cache-sizes: {trace, layout,\n"
 "    runs: [one object as above per size], mrc: [{cache_bytes,\n"
 "    fraction_of_footprint, miss_ratio, byte_miss_ratio, page_miss_ratio,\n"
-"    line_miss_ratio,\n"
+"    line_miss_ratio, ssd_bytes_per_host_byte,\n"
 "    read_miss_ratio}]}.\n"
 "\n"
 "    Percentiles and histogram counts come from a log-linear histogram with\n"
@@ -244,6 +252,7 @@ struct ropts {
 	const char *tmpdir;
 	uint64_t seed;
 	bool json, quiet;
+	bool as_reads;             /* every request replayed as a read */
 };
 
 static int parse_cache_size(const char *opt, const char *arg, struct mrc_size *cs)
@@ -358,6 +367,7 @@ static int parse_args(int argc, char **argv, struct ropts *o)
 		O_FORMAT = 'f', O_QUIET = 'q', O_TVOL = 256, O_LIMIT, O_MAXBAD, O_TARGET, O_SPEED,
 		O_QD, O_MAXINF, O_WARMUP, O_CSIZE, O_CSIZES, O_LINE, O_WP, O_REPL, O_SEQ, O_DEVS,
 		O_HDD, O_SSD, O_VCAP, O_TMP, O_SEED, O_JSON, O_FILL, O_ADMIT, O_NHIT,
+		O_ASREADS,
 	};
 	static const struct option lo[] = {
 		{ "format", required_argument, NULL, O_FORMAT },
@@ -374,6 +384,7 @@ static int parse_args(int argc, char **argv, struct ropts *o)
 		{ "line-size", required_argument, NULL, O_LINE },
 		{ "write-policy", required_argument, NULL, O_WP },
 		{ "replacement", required_argument, NULL, O_REPL },
+		{ "policy", required_argument, NULL, O_REPL },
 		{ "seq-cutoff", required_argument, NULL, O_SEQ },
 		{ "fill", required_argument, NULL, O_FILL },
 		{ "admission", required_argument, NULL, O_ADMIT },
@@ -386,6 +397,7 @@ static int parse_args(int argc, char **argv, struct ropts *o)
 		{ "seed", required_argument, NULL, O_SEED },
 		{ "json", no_argument, NULL, O_JSON },
 		{ "quiet", no_argument, NULL, O_QUIET },
+		{ "as-reads", no_argument, NULL, O_ASREADS },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -496,8 +508,8 @@ static int parse_args(int argc, char **argv, struct ropts *o)
 		case O_REPL:
 			r = tc_replacement_parse(optarg);
 			if (r < 0)
-				return cli_usage("--replacement: \"%s\" is neither lru nor s3fifo",
-						 optarg), -1;
+				return cli_usage("--replacement/--policy: \"%s\" is not s3fifo, "
+						 "lru, arc, 2q, sieve, wtinylfu, lirs or wtinylfu-hc", optarg), -1;
 			o->replacement = r;
 			break;
 		case O_FILL:
@@ -564,6 +576,9 @@ static int parse_args(int argc, char **argv, struct ropts *o)
 			break;
 		case O_QUIET:
 			o->quiet = true;
+			break;
+		case O_ASREADS:
+			o->as_reads = true;
 			break;
 		case ':':
 			return cli_usage("option %s needs a value", argv[optind - 1]), -1;
@@ -647,6 +662,13 @@ int cmd_replay(int argc, char **argv)
 	}
 	if (t->bad)
 		cli_warn("%" PRIu64 " malformed records skipped; the first: %s", t->bad, t->first_bad);
+	if (o.as_reads) {
+		for (size_t i = 0; i < t->n; i++)
+			t->req[i].write = 0;
+		t->reads += t->writes;
+		t->read_bytes += t->write_bytes;
+		t->writes = t->write_bytes = 0;
+	}
 
 	uint64_t capacity = o.volume_cap - TC_BACKING_DATA_OFFSET;
 	if (o.target) {

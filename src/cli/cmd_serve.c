@@ -13,6 +13,7 @@
 #include <getopt.h>
 #include <inttypes.h>
 #include <limits.h>
+#include <netdb.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
@@ -20,9 +21,11 @@
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
+#include <ini.h>
 
 #include "cli.h"
 #include "ctl.h"
+#include "ctl_http.h"
 #include "ctl_path.h"
 
 #define NBD_SOCKET_DEFAULT "/run/tiercache/nbd.sock"
@@ -35,7 +38,8 @@ static const char help[] =
 "SYNOPSIS\n"
 "    tiercache serve [--socket PATH | --listen [HOST:]PORT] [--foreground]\n"
 "                    [--control PATH] [--threads N] [--log FILE] [--seed N]\n"
-"                    [--testing] [--verbose] DEVICE...\n"
+"                    [--http [HOST:]PORT [--http-interval SECONDS]]\n"
+"                    [--testing] [--verbose] [--config FILE] DEVICE...\n"
 "\n"
 "DESCRIPTION\n"
 "    Reads the superblocks of every DEVICE, opens every cache among them, attaches\n"
@@ -49,9 +53,17 @@ static const char help[] =
 "\n"
 "    DEVICE is a path, crash:PATH (a crash-test device over the file PATH: writes are\n"
 "    volatile until flushed, see `tiercache debug`), emu:PROFILE:PATH (an emulated\n"
-"    HDD or SSD, see profiles/README.md) or nbd:URI (an NBD export, e.g. a remote\n"
-"    disk as a backing).  Every local device is locked while served; an NBD export\n"
-"    cannot be locked from here.\n"
+"    HDD or SSD, see profiles/README.md), nbd:URI (an NBD export, e.g. a remote\n"
+"    disk as a backing), rbd:POOL/IMAGE[@CONF] (a Ceph RBD image, CONF a ceph.conf\n"
+"    path; client options from $CEPH_ARGS) or array:MEMBER,MEMBER,... (an array\n"
+"    made with `tiercache create array`, assembled from its members in any order).\n"
+"    The members of an array may also be given as DEVICEs themselves: they are\n"
+"    grouped by array and each array assembled (a stale member is named and left\n"
+"    out; a dirty, degraded RAID 5 or 6 is refused, see `tiercache array --help`),\n"
+"    then the array is served like any device.  Every local device is locked while served; an NBD export\n"
+"    cannot be locked from here; an RBD image's exclusive lock is held, and while\n"
+"    a write-back cache holds its dirty data the image records that cache and\n"
+"    every other opener is refused (docs/remote.md).\n"
 "\n"
 "    The volume commands (status, stats, set, flush, detach, attach) reach the server\n"
 "    through its control socket.  --socket, --control and --log each move only their\n"
@@ -76,6 +88,34 @@ static const char help[] =
 "                         heal` and `debug power-cut`; without it the server refuses\n"
 "                         them (it warns at start when this is on)\n"
 "    --verbose            log the engine's informational messages too\n"
+"    --http [HOST:]PORT   also serve read-only HTTP on HOST (default 127.0.0.1, this\n"
+"                         host only: give an address, or 0.0.0.0, for others):\n"
+"                         /metrics (Prometheus text format: every counter of `stats\n"
+"                         --json` and the states of `status --json`), / (a status\n"
+"                         page: volumes, caches, arrays and members, plots of hit\n"
+"                         ratio and latency over the last hour) and /status.json\n"
+"                         (as `status --json`); off by default (docs/server.md)\n"
+"    --http-interval SECONDS  seconds between the samples of the page's plots\n"
+"                         (default 5, 1 to 3600; 720 samples are kept)\n"
+"    --config FILE        read the devices and settings from FILE (below); options\n"
+"                         given on the command line win over the file's, and DEVICEs\n"
+"                         given there are served besides the file's\n"
+"\n"
+"CONFIGURATION FILE\n"
+"    An INI file with one section, [serve] (the systemd unit tiercache.service runs\n"
+"    `tiercache serve --foreground --config /etc/tiercache/tiercache.conf`):\n"
+"        [serve]\n"
+"        device = /dev/disk/by-id/nvme-SSD1      # one line per DEVICE, in any order\n"
+"        device = array:/dev/sdb,/dev/sdc,/dev/sdd,/dev/sde\n"
+"        socket = /run/tiercache/nbd.sock        # or: listen = [HOST:]PORT\n"
+"        control = /run/tiercache/control.sock\n"
+"        threads = 256\n"
+"        log = /run/tiercache/serve.log\n"
+"        verbose = no                            # yes or no\n"
+"        http = 127.0.0.1:9100                   # and http_interval = SECONDS\n"
+"    Each key means what the option of its name means; `#` and `;` start comments.\n"
+"    An unknown section or key, a bad value, or a file that cannot be read is an\n"
+"    error naming the file, the line and the key, and nothing is started.\n"
 "\n"
 "ENVIRONMENT\n"
 "    TC_NBDKIT_PLUGIN     path of nbdkit-tiercache-plugin.so (default: next to this\n"
@@ -84,8 +124,11 @@ static const char help[] =
 "\n"
 "EXAMPLES\n"
 "    tiercache serve /srv/ssd.img /srv/hdd.img\n"
+"    tiercache serve --foreground --config /etc/tiercache/tiercache.conf\n"
 "    fio --ioengine=nbd --uri='nbd+unix:///db?socket=/run/tiercache/nbd.sock' ...\n"
 "    tiercache status\n"
+"    tiercache serve --http 9100 /srv/ssd.img /srv/hdd.img\n"
+"    curl http://127.0.0.1:9100/metrics\n"
 "    kill PID                    # the pid serve printed: a clean stop\n"
 "\n"
 "EXIT STATUS\n"
@@ -173,6 +216,163 @@ static void print_log(const char *log, off_t off)
 	fclose(f);
 }
 
+/* What a configuration file (--config) sets; NULL / unset: not in the file. */
+struct serve_config {
+	const char *file;
+	char **devs;            /* `device` lines, in order */
+	int ndevs;
+	char *sock, *listen, *control, *log, *http;
+	uint64_t threads;       /* 0: not set */
+	uint64_t http_interval; /* 0: not set */
+	int verbose;            /* -1: not set */
+	char why[512];          /* the first error */
+};
+
+static int config_key(void *user, const char *section, const char *name, const char *value,
+		      int lineno)
+{
+	struct serve_config *c = user;
+	char **str = NULL;
+
+	if (strcmp(section, "serve")) {
+		snprintf(c->why, sizeof(c->why), "line %d: section [%s] is not [serve]", lineno,
+			 section);
+		return 0;
+	}
+	if (!strcmp(name, "device")) {
+		char **d = realloc(c->devs, sizeof(*d) * (size_t)(c->ndevs + 1));
+		if (!d || !(d[c->ndevs] = strdup(value))) {
+			c->devs = d ? d : c->devs;
+			snprintf(c->why, sizeof(c->why), "line %d: out of memory", lineno);
+			return 0;
+		}
+		c->devs = d;
+		c->ndevs++;
+		return 1;
+	}
+	if (!strcmp(name, "socket"))
+		str = &c->sock;
+	else if (!strcmp(name, "listen"))
+		str = &c->listen;
+	else if (!strcmp(name, "control"))
+		str = &c->control;
+	else if (!strcmp(name, "log"))
+		str = &c->log;
+	else if (!strcmp(name, "http"))
+		str = &c->http;
+	if (str) {
+		if (!*value) {
+			snprintf(c->why, sizeof(c->why), "line %d: key \"%s\" has no value", lineno,
+				 name);
+			return 0;
+		}
+		free(*str);
+		*str = strdup(value);
+		return *str != NULL;
+	}
+	bool thr = !strcmp(name, "threads");
+	if (thr || !strcmp(name, "http_interval")) {
+		unsigned long long max = thr ? 1024 : 3600;
+		char *end;
+		errno = 0;
+		unsigned long long v = strtoull(value, &end, 10);
+		if (errno || end == value || *end || v < 1 || v > max) {
+			snprintf(c->why, sizeof(c->why), "line %d: %s = \"%s\" is not a number "
+				 "from 1 to %llu", lineno, name, value, max);
+			return 0;
+		}
+		*(thr ? &c->threads : &c->http_interval) = v;
+		return 1;
+	}
+	if (!strcmp(name, "verbose")) {
+		if (!strcmp(value, "yes") || !strcmp(value, "true") || !strcmp(value, "1"))
+			c->verbose = 1;
+		else if (!strcmp(value, "no") || !strcmp(value, "false") || !strcmp(value, "0"))
+			c->verbose = 0;
+		else {
+			snprintf(c->why, sizeof(c->why), "line %d: verbose = \"%s\" is not yes or "
+				 "no", lineno, value);
+			return 0;
+		}
+		return 1;
+	}
+	snprintf(c->why, sizeof(c->why), "line %d: unknown key \"%s\" in [serve] (device, "
+		 "socket, listen, control, threads, log, verbose, http, http_interval)", lineno, name);
+	return 0;
+}
+
+/* inih's handler has no line number (Debian builds it without INI_HANDLER_LINENO):
+ * the reader counts the lines it hands over, as emu.c's profile parser does. */
+struct config_reader {
+	struct serve_config *c;
+	FILE *f;
+	int lineno;
+};
+
+static char *config_line(char *str, int num, void *stream)
+{
+	struct config_reader *r = stream;
+
+	r->lineno++;
+	return fgets(str, num, r->f);
+}
+
+static int config_handler(void *user, const char *section, const char *name,
+			  const char *value)
+{
+	struct config_reader *r = user;
+
+	return config_key(r->c, section, name, value, r->lineno);
+}
+
+/* Read @c->file into @c.  Returns 0, or -1 after a message naming the file and line. */
+static int config_read(struct serve_config *c)
+{
+	struct config_reader r = { .c = c, .f = fopen(c->file, "r") };
+
+	if (!r.f) {
+		cli_err("config %s: %s", c->file, strerror(errno));
+		return -1;
+	}
+	int rc = ini_parse_stream(config_line, &r, config_handler, &r);
+	fclose(r.f);
+	if (rc != 0) {
+		if (!c->why[0])
+			snprintf(c->why, sizeof(c->why), "line %d: not an INI line (key = value, "
+				 "[section], or a comment)", rc);
+		cli_err("config %s: %s", c->file, c->why);
+		return -1;
+	}
+	if (c->sock && c->listen) {
+		cli_err("config %s: socket and listen exclude each other", c->file);
+		return -1;
+	}
+	return 0;
+}
+
+static void config_free(struct serve_config *c)
+{
+	for (int i = 0; i < c->ndevs; i++)
+		free(c->devs[i]);
+	free(c->devs);
+	free(c->sock);
+	free(c->listen);
+	free(c->control);
+	free(c->log);
+	free(c->http);
+}
+
+/* The settings of one start: the command line's, then the file's, then the defaults
+ * (NULL or 0: not set). */
+struct serve_opts {
+	const char *sock, *listen, *control, *log, *http;
+	uint64_t threads, seed, http_interval;
+	bool fg, verbose, testing;
+};
+
+static int serve_run(struct serve_config *cfg, struct serve_opts *o, int ndev, char **devs);
+static int serve_start(const struct serve_opts *o, int argc, char **argv);
+
 int cmd_serve(int argc, char **argv)
 {
 	static const struct option options[] = {
@@ -185,60 +385,130 @@ int cmd_serve(int argc, char **argv)
 		{ "seed", required_argument, NULL, 'S' },
 		{ "testing", no_argument, NULL, 'T' },
 		{ "verbose", no_argument, NULL, 'v' },
+		{ "http", required_argument, NULL, 'H' },
+		{ "http-interval", required_argument, NULL, 'I' },
+		{ "config", required_argument, NULL, 'C' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
-	const char *sock = NULL, *listen = NULL, *control = TC_CONTROL_DEFAULT;
-	const char *log = LOG_DEFAULT;
-	uint64_t threads = 256, seed = 1;
-	bool fg = false, verbose = false, testing = false;
+	struct serve_opts o = { .seed = 1 };
+	struct serve_config cfg = { .verbose = -1 };
 	int c;
 	while ((c = getopt_long(argc, argv, "hf", options, NULL)) != -1) {
 		switch (c) {
-		case 's': sock = optarg; break;
-		case 'l': listen = optarg; break;
-		case 'f': fg = true; break;
-		case 'c': control = optarg; break;
+		case 's': o.sock = optarg; break;
+		case 'l': o.listen = optarg; break;
+		case 'f': o.fg = true; break;
+		case 'c': o.control = optarg; break;
 		case 't':
-			if (cli_uint("--threads", optarg, 1, 1024, &threads))
+			if (cli_uint("--threads", optarg, 1, 1024, &o.threads))
 				return TC_EXIT_USAGE;
 			break;
-		case 'L': log = optarg; break;
+		case 'L': o.log = optarg; break;
 		case 'S':
-			if (cli_uint("--seed", optarg, 0, UINT64_MAX, &seed))
+			if (cli_uint("--seed", optarg, 0, UINT64_MAX, &o.seed))
 				return TC_EXIT_USAGE;
 			break;
-		case 'T': testing = true; break;
-		case 'v': verbose = true; break;
+		case 'T': o.testing = true; break;
+		case 'v': o.verbose = true; break;
+		case 'C': cfg.file = optarg; break;
+		case 'H': o.http = optarg; break;
+		case 'I':
+			if (cli_uint("--http-interval", optarg, 1, 3600, &o.http_interval))
+				return TC_EXIT_USAGE;
+			break;
 		case 'h': return cli_help(help);
 		default: return cli_bad_option(argv);
 		}
 	}
-	if (optind >= argc)
-		return cli_usage("no DEVICE given");
-	if (sock && listen)
+	if (o.sock && o.listen)
 		return cli_usage("--socket and --listen exclude each other");
-	char host[256] = "127.0.0.1", port[16] = "";
-	if (listen) {
-		const char *colon = strrchr(listen, ':');
-		const char *p = colon ? colon + 1 : listen;
-		uint64_t pn;
-		if (cli_uint("--listen PORT", p, 1, 65535, &pn))
-			return TC_EXIT_USAGE;
-		snprintf(port, sizeof(port), "%" PRIu64, pn);
-		if (colon) {
-			size_t hl = (size_t)(colon - listen);
-			if (!hl || hl >= sizeof(host))
-				return cli_usage("--listen: \"%s\" has no host before ':'", listen);
-			memcpy(host, listen, hl);
-			host[hl] = 0;
-			if (host[0] == '[' && host[hl - 1] == ']') {   /* [::1]:10809 */
-				memmove(host, host + 1, hl - 2);
-				host[hl - 2] = 0;
-			}
+	int rc = serve_run(&cfg, &o, argc - optind, argv + optind);
+	config_free(&cfg);
+	return rc;
+}
+
+/* cmd_serve() with the command line parsed into @o: the file's settings where the
+ * command line left them unset, then the defaults; the file's devices, then @devs. */
+static int serve_run(struct serve_config *cfg, struct serve_opts *o, int ndev, char **devs)
+{
+	if (cfg->file) {
+		if (config_read(cfg))
+			return TC_EXIT_FAIL;
+		if (!o->sock && !o->listen) {
+			o->sock = cfg->sock;
+			o->listen = cfg->listen;
 		}
+		o->control = o->control ? o->control : cfg->control;
+		o->log = o->log ? o->log : cfg->log;
+		o->threads = o->threads ? o->threads : cfg->threads;
+		o->verbose = o->verbose || cfg->verbose == 1;
+		o->http = o->http ? o->http : cfg->http;
+		o->http_interval = o->http_interval ? o->http_interval : cfg->http_interval;
+	}
+	o->control = o->control ? o->control : TC_CONTROL_DEFAULT;
+	o->log = o->log ? o->log : LOG_DEFAULT;
+	o->threads = o->threads ? o->threads : 256;
+	int n = cfg->ndevs + ndev;
+	char **all = calloc((size_t)n + 1, sizeof(char *));
+	if (!all) {
+		cli_err("out of memory");
+		return TC_EXIT_FAIL;
+	}
+	for (int i = 0; i < cfg->ndevs; i++)
+		all[i] = cfg->devs[i];
+	for (int i = 0; i < ndev; i++)
+		all[cfg->ndevs + i] = devs[i];
+	int rc = serve_start(o, n, all);
+	free(all);
+	return rc;
+}
+
+/* Start nbdkit over the @argc devices @argv: in the foreground (exec) or the
+ * background. */
+static int serve_start(const struct serve_opts *o, int argc, char **argv)
+{
+	const char *sock = o->sock, *listen = o->listen, *control = o->control, *log = o->log;
+	uint64_t threads = o->threads, seed = o->seed;
+	bool fg = o->fg, verbose = o->verbose, testing = o->testing;
+	const char *http = o->http;
+	uint64_t http_interval = o->http_interval ? o->http_interval : 5;
+
+	if (argc == 0)
+		return cli_usage("no DEVICE given (on the command line, or as `device` in a --config file)");
+	char host[256] = "127.0.0.1", port[16] = "", why[512];
+	uint16_t pn;
+	if (listen) {
+		if (ctl_parse_hostport("--listen", listen, host, sizeof(host), &pn, why,
+				       sizeof(why)))
+			return cli_usage("%s", why);
+		snprintf(port, sizeof(port), "%u", pn);
 	} else if (!sock) {
 		sock = NBD_SOCKET_DEFAULT;
+	}
+	/* --http: checked here, so a bad value is a usage error before anything starts
+	 * (the plugin parses it again: http=). */
+	char http_host[256] = "";
+	uint16_t http_port = 0;
+	if (http) {
+#ifdef TC_HAVE_MICROHTTPD
+		if (ctl_parse_hostport("--http", http, http_host, sizeof(http_host), &http_port, why,
+				       sizeof(why)))
+			return cli_usage("%s", why);
+		struct addrinfo hints = { .ai_socktype = SOCK_STREAM, .ai_flags = AI_PASSIVE },
+				*ai;
+		int g = getaddrinfo(http_host, NULL, &hints, &ai);
+		if (g)
+			return cli_usage("--http: \"%s\": host \"%s\" does not resolve: %s", http,
+					 http_host, gai_strerror(g));
+		freeaddrinfo(ai);
+#else
+		return cli_usage("--http %s: this tiercache was built without libmicrohttpd, so "
+				 "it cannot serve HTTP (install libmicrohttpd-dev and rebuild)",
+				 http);
+#endif
+	} else if (o->http_interval) {
+		return cli_usage("--http-interval needs --http");
 	}
 	if (clear_socket("control socket", control) ||
 	    (sock && clear_socket("NBD socket", sock)))
@@ -252,9 +522,9 @@ int cmd_serve(int argc, char **argv)
 	}
 	const char *nbdkit = getenv("TC_NBDKIT") ? getenv("TC_NBDKIT") : "nbdkit";
 	/* nbdkit -f [-v] -t N (-U SOCK | -i HOST -p PORT) PLUGIN dev=... control=... seed=N */
-	char **av = calloc((size_t)(argc - optind) + 24, sizeof(char *));
+	char **av = calloc((size_t)argc + 24, sizeof(char *));
 	int n = 0;
-	char tbuf[32], sbuf[48];
+	char tbuf[32], sbuf[48], ibuf[48];
 	snprintf(tbuf, sizeof(tbuf), "%" PRIu64, threads);
 	snprintf(sbuf, sizeof(sbuf), "seed=%" PRIu64, seed);
 	av[n++] = (char *)nbdkit;
@@ -276,16 +546,16 @@ int cmd_serve(int argc, char **argv)
 	/* Devices that do not exist are passed on (the server serves the rest), but not
 	 * when none does: nothing could be served. */
 	bool any = false;
-	for (int i = optind; i < argc && !any; i++) {
+	for (int i = 0; i < argc && !any; i++) {
 		const char *path = tc_dev_spec_path(argv[i]);
 		any = !path || access(path, F_OK) == 0;   /* a remote device may be there */
 	}
 	if (!any) {
 		char abs[PATH_MAX];
-		(void)cli_abs_spec(argv[optind], abs, sizeof(abs));   /* says why */
+		(void)cli_abs_spec(argv[0], abs, sizeof(abs));   /* says why */
 		return TC_EXIT_FAIL;
 	}
-	for (int i = optind; i < argc; i++) {
+	for (int i = 0; i < argc; i++) {
 		/* Absolute paths: the server does not depend on this command's folder. */
 		char abs[PATH_MAX];
 		if (cli_abs_spec_named(argv[i], abs, sizeof(abs)))
@@ -300,6 +570,12 @@ int cmd_serve(int argc, char **argv)
 		return TC_EXIT_FAIL;
 	if (testing)
 		av[n++] = (char *)"testing=1";
+	if (http) {
+		if (asprintf(&av[n++], "http=%s", http) < 0)
+			return TC_EXIT_FAIL;
+		snprintf(ibuf, sizeof(ibuf), "http_interval=%" PRIu64, http_interval);
+		av[n++] = ibuf;
+	}
 	av[n] = NULL;
 	fflush(NULL);
 	if (fg) {
@@ -378,9 +654,12 @@ int cmd_serve(int argc, char **argv)
 		if (fd >= 0) {
 			close(fd);
 			print_log_warnings(log, log_start);
-			printf("serving on %s%s%s%s (pid %d); control %s; log %s\n",
+			printf("serving on %s%s%s%s (pid %d); control %s; log %s",
 			       sock ? "unix socket " : "", sock ? sock : host, sock ? "" : ":",
 			       sock ? "" : port, (int)pid, control, log);
+			if (http)
+				printf("; http %s port %u", http_host, http_port);
+			printf("\n");
 			return TC_EXIT_OK;
 		}
 		nanosleep(&(struct timespec){ .tv_nsec = 100000000 }, NULL);

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * cmd_volume.c - the volume commands: attach, set, flush, detach, status, stats.
+ * cmd_volume.c - the volume commands: attach, set, flush, invalidate, detach, status,
+ * stats.
  *
  * Each builds one control request (ctl.h).  A running server gets it on its control
  * socket; when none answers, the command assembles the devices named by --device
@@ -36,8 +37,18 @@
 
 #define SETTINGS_HELP \
 "    --read-cache on|off          read misses fill the cache (on) or not\n" \
-"    --write-policy wt|wb|wa|pt   write-through, write-back, write-around, pass-through;\n" \
-"                                 leaving wb first drains the dirty data (with progress)\n" \
+"    --write-policy wt|wb|wa|pt|instwb\n" \
+"                                 write-through, write-back, write-around, pass-through,\n" \
+"                                 instant write-back; leaving wb or instwb first drains\n" \
+"                                 the dirty data (with progress).  wb and instwb need a\n" \
+"                                 cache that survives a device failure (a RAID 1, 10 or\n" \
+"                                 5 array) or one created with --unprotected-writeback,\n" \
+"                                 and run as wt while that cache is degraded.  instwb:\n" \
+"                                 a write covering whole aligned full stripes of the\n" \
+"                                 backing (its --stripe-size, or an array's stripe) is\n" \
+"                                 made dirty at once, past the sequential cutoff, while\n" \
+"                                 the cache's dirty lines are under 40 %; it needs a\n" \
+"                                 backing with a stripe\n" \
 "    --flush-rate low|medium|high writeback rate: low 16 MiB/s after 1 s idle; medium\n" \
 "                                 64 MiB/s after 100 ms idle, 16 MiB/s under load; high\n" \
 "                                 unlimited\n"
@@ -48,7 +59,7 @@ static const char help_attach[] =
 "\n"
 "SYNOPSIS\n"
 "    tiercache attach --cache DEVICE --backing DEVICE [--read-cache on|off]\n"
-"                     [--write-policy wt|wb|wa|pt] [--flush-rate low|medium|high]\n"
+"                     [--write-policy wt|wb|wa|pt|instwb] [--flush-rate low|medium|high]\n"
 "                     [--admission always|nhit:N] [--seq-cutoff SIZE]\n"
 "                     [--fill line|sectors] [--discard-dirty]\n"
 "                     [--control PATH] [--device PATH]... [--json]\n"
@@ -83,10 +94,13 @@ static const char help_set[] =
 "    tiercache set - change a volume's settings, live, without data loss\n"
 "\n"
 "SYNOPSIS\n"
-"    tiercache set VOLUME [--read-cache on|off] [--write-policy wt|wb|wa|pt]\n"
+"    tiercache set VOLUME [--read-cache on|off] [--write-policy wt|wb|wa|pt|instwb]\n"
 "                  [--flush-rate low|medium|high] [--admission always|nhit:N]\n"
 "                  [--seq-cutoff SIZE] [--fill line|sectors]\n"
+"                  [--reserve SIZE|P%] [--cap SIZE|P%] [--priority high|normal|low]\n"
 "                  [--control PATH] [--device PATH]... [--json]\n"
+"    tiercache set VOLUME --pin|--unpin|--uncacheable|--cacheable OFFSET:LENGTH\n"
+"    tiercache set VOLUME --range-policy OFFSET:LENGTH=wt|wb|wa|pt|volume\n"
 "\n"
 "DESCRIPTION\n"
 "    Changes the settings of VOLUME while it serves I/O and stores them on the cache\n"
@@ -94,8 +108,45 @@ static const char help_set[] =
 "    volume's dirty data first (new writes go write-through meanwhile); an\n"
 "    interrupted drain (Ctrl-C) leaves the volume as it was.  Prints the settings.\n"
 "\n"
+"    Partitions: --reserve is the share of the cache the volume keeps at least (no\n"
+"    other volume's traffic evicts its lines while it holds no more, and free lines\n"
+"    are kept for it), --cap the share it holds at most (at the cap it evicts its own\n"
+"    lines).  A share is a size (a multiple of 4K) or a percentage of the cache\n"
+"    (\"25%\"); 0 removes it.  Lines count whole, dirty or clean.  The reservations of\n"
+"    a cache's volumes may add up to at most the cache; a cap is at least the\n"
+"    reserve.  Both are stored in the cache's volume record.\n"
+"\n"
+"    Priority: the class of the volume's requests in the queues tiercache controls\n"
+"    (a device's dispatch limit: the emulated devices' queue depth).  high goes\n"
+"    ahead of normal, normal ahead of low; the cleaner's writeback, cache fills and\n"
+"    array rebuild run as low, and yield to a high volume's waiting requests.  After\n"
+"    8 dispatches in a row that passed a waiting lower class, the oldest waiting one\n"
+"    goes, so nothing starves; while high requests are active on a device, the\n"
+"    other classes keep 1 request in it.  Default normal; stored in the cache's\n"
+"    volume record, changed live.\n"
+"\n"
+"    Range attributes: a byte range of the volume (OFFSET and LENGTH multiples of\n"
+"    4K) may be pinned (its cache lines, once filled, are never evicted; its read\n"
+"    misses always fill), uncacheable (always around the cache; set live, the range\n"
+"    is written back and its cached copies dropped) or given its own write policy.\n"
+"    Attributes apply to whole cache lines: ranges of different attributes may not\n"
+"    overlap or share a line, ranges of the same one are merged.  Bounds: 16 ranges\n"
+"    per volume, 52 per cache; pins of all volumes at most 50% of the cache, a\n"
+"    volume's pins within its cap, and each volume's larger of reserve and pins,\n"
+"    summed, within the cache.  One range option per command, without other\n"
+"    settings; a refused one changes nothing.  Stored in the cache superblock.\n"
+"\n"
 "OPTIONS\n"
 SETTINGS_HELP
+"    --reserve SIZE|P%            minimum share of the cache (0: none)\n"
+"    --cap SIZE|P%                maximum share of the cache (0: none)\n"
+"    --priority high|normal|low   the volume's class on the devices (default normal)\n"
+"    --pin OFF:LEN                pin the range's lines in the cache\n"
+"    --unpin OFF:LEN              unpin them (a pinned range is cut or split)\n"
+"    --uncacheable OFF:LEN        the range goes around the cache\n"
+"    --cacheable OFF:LEN          it is cached again\n"
+"    --range-policy OFF:LEN=WP    the range's writes follow write policy WP (wt, wb,\n"
+"                                 wa, pt); =volume: the volume's again\n"
 "    --admission always|nhit:N    fill a line on every read miss, or on the Nth access\n"
 "                                 (1..255) within the recent history\n"
 "    --seq-cutoff SIZE            a sequential stream this long bypasses the cache; 0\n"
@@ -105,12 +156,42 @@ SETTINGS_HELP
 "\n"
 COMMON_HELP;
 
-static const char help_flush[] =
+static const char help_set_cache[] =
 "NAME\n"
-"    tiercache flush - write back every dirty byte of a volume\n"
+"    tiercache set-cache - change a cache's own stored setting: the write-back override\n"
 "\n"
 "SYNOPSIS\n"
-"    tiercache flush VOLUME [--control PATH] [--device PATH]... [--json]\n"
+"    tiercache set-cache CACHE --unprotected-writeback on|off\n"
+"                        [--control PATH] [--device PATH]... [--json]\n"
+"\n"
+"DESCRIPTION\n"
+"    CACHE is the cache's device as `tiercache status` shows it, or its file.  Write-\n"
+"    back (wb, instwb) needs a cache that survives a device failure (a RAID 1, 10 or\n"
+"    5 pool).  --unprotected-writeback on stores the override that allows it on a\n"
+"    cache without redundancy (a single SSD, a RAID 0), as `tiercache create cache\n"
+"    --unprotected-writeback` does, accepting that a device failure loses the dirty\n"
+"    data; status then warns about it.  It also ends a hold: write-back volumes that\n"
+"    ran write-through because the cache had no redundancy go back to write-back.\n"
+"    off takes the override back: refused, changing nothing, while a volume of the\n"
+"    cache runs (or, its backing absent, is recorded in) wb or instwb and the device\n"
+"    has no redundancy: the message names the volume; set it to wt first.  On a\n"
+"    redundant pool off is always accepted: a pool that degrades then holds write-\n"
+"    back (write-through until it is rebuilt) instead of going on.  Live through the\n"
+"    server, or offline with --device (the cache's device, and the backings of the\n"
+"    volumes to check).  Stored in the cache superblock; prints the result.\n"
+"\n"
+"OPTIONS\n"
+"    --unprotected-writeback on|off  allow write-back without redundancy, or not\n"
+"\n"
+COMMON_HELP;
+
+static const char help_flush[] =
+"NAME\n"
+"    tiercache flush - write back every dirty byte of a volume, or of a range of it\n"
+"\n"
+"SYNOPSIS\n"
+"    tiercache flush VOLUME [--range OFFSET:LENGTH] [--control PATH] [--device PATH]...\n"
+"                    [--json]\n"
 "\n"
 "DESCRIPTION\n"
 "    Writes the volume's dirty data back to its backing, at full speed, with progress\n"
@@ -118,6 +199,46 @@ static const char help_flush[] =
 "    the flush always ends; the write policy stays as it is afterwards.  Ctrl-C stops\n"
 "    it without harm.  A volume served uncached has nothing to flush: its backing\n"
 "    gets a FLUSH and the command succeeds.\n"
+"\n"
+"    --range OFFSET:LENGTH writes back only the dirty data of that byte range of the\n"
+"    volume (every cache line the range touches), online: only writes to those lines\n"
+"    go write-through meanwhile, the rest of the volume keeps its write policy.\n"
+"    OFFSET and LENGTH take K/M/G/T suffixes and must be multiples of 4K, the range\n"
+"    inside the volume (\"1G:64M\").  The report names the range's dirty bytes at the\n"
+"    start and the volume's dirty bytes at the end.\n"
+"\n"
+"JSON\n"
+"    {\"dirty_bytes_before\", \"dirty_bytes\"}, bytes; with --range also\n"
+"    \"range_offset\" and \"range_length\", and dirty_bytes_before is the range's.\n"
+"\n"
+COMMON_HELP;
+
+static const char help_invalidate[] =
+"NAME\n"
+"    tiercache invalidate - drop the cached copies of a byte range of a volume\n"
+"\n"
+"SYNOPSIS\n"
+"    tiercache invalidate VOLUME --range OFFSET:LENGTH [--discard-dirty]\n"
+"                         [--control PATH] [--device PATH]... [--json]\n"
+"\n"
+"DESCRIPTION\n"
+"    For when the backing changed behind the cache (restored from a backup, written by\n"
+"    another host): drops every cached copy of the range, online, so that the next\n"
+"    reads of it come from the backing.  Requests in flight on the range finish first;\n"
+"    the drop is committed before the command returns, so a crash cannot bring the\n"
+"    old copies back.  OFFSET and LENGTH take K/M/G/T suffixes and must be multiples\n"
+"    of 4K, the range inside the volume.\n"
+"\n"
+"    Dirty data in the range is newer than the backing: the command refuses such a\n"
+"    range, says how many dirty bytes it holds and changes nothing.  Flush the range\n"
+"    first (`tiercache flush VOLUME --range ...`), or give --discard-dirty to drop the\n"
+"    dirty data too: it is lost, reads return the backing's data, and the command\n"
+"    says how many bytes were discarded.\n"
+"\n"
+"JSON\n"
+"    {\"range_offset\", \"range_length\", \"dropped_bytes\" (clean bytes dropped),\n"
+"    \"dirty_bytes_discarded\", \"dirty_bytes_kept\" (written into the range while the\n"
+"    command ran, so kept)}, bytes.\n"
 "\n"
 COMMON_HELP;
 
@@ -155,14 +276,25 @@ static const char help_status[] =
 "    read cache, flush rate, dirty bytes, writeback rate over the last second,\n"
 "    fallback (pass-through after cache-device errors), and the cache; then one line\n"
 "    per cache.  Given only a cache with --device, every volume it holds is listed,\n"
-"    with the dirty bytes it keeps for each.\n"
+"    with the dirty bytes it keeps for each.  Offline, the devices are opened\n"
+"    read-only: nothing on them changes (after a crash the recovery is done in\n"
+"    memory only; the next server start does it again).\n"
+"\n"
+"    A write-back volume (wb, instwb) whose cache is degraded, or has no redundancy\n"
+"    and no override, runs write-through until the cache is protected again: its\n"
+"    POLICY reads e.g. wb>wt, and a line below the table says why.  A cache formatted\n"
+"    with --unprotected-writeback (or before that option existed) whose device has no\n"
+"    redundancy gets a warning line: its dirty data is lost if the device fails.\n"
 "\n"
 "JSON\n"
 "    {\"volumes\": [{\"name\", \"size\", \"state\", \"backing\", \"cache\", \"settings\",\n"
-"    \"dirty_bytes\", \"cached_bytes\", \"writeback_rate\", \"fallback\", \"draining\"}],\n"
+"    \"dirty_bytes\", \"cached_bytes\", \"writeback_rate\", \"fallback\", \"draining\",\n"
+"    \"effective_policy\", \"policy_reason\", \"ranges\": [{\"offset\", \"length\",\n"
+"    \"kind\", \"write_policy\"}], \"pinned_bytes\"}],\n"
 "    (no-backing volumes: \"backing\" null and \"backing_uuid\"),\n"
 "    \"caches\": [{\"device\", \"line_size\", \"lines\", \"lines_used\", \"lines_dirty\",\n"
-"    \"dirty_bytes\"}]}; sizes in bytes, rates in bytes per second.\n"
+"    \"dirty_bytes\", \"redundancy\", \"unprotected_writeback\", \"writeback_held\",\n"
+"    \"warning\"}]}; sizes in bytes, rates in bytes per second.\n"
 "\n"
 COMMON_HELP;
 
@@ -171,7 +303,8 @@ static const char help_stats[] =
 "    tiercache stats - every engine counter of one volume\n"
 "\n"
 "SYNOPSIS\n"
-"    tiercache stats VOLUME [--reset] [--control PATH] [--device PATH]... [--json]\n"
+"    tiercache stats VOLUME [--latency] [--reset] [--control PATH] [--device PATH]...\n"
+"                    [--json]\n"
 "\n"
 "DESCRIPTION\n"
 "    Prints the volume's counters: hits, partial hits and misses per cache line for\n"
@@ -179,19 +312,41 @@ static const char help_stats[] =
 "    and admission bypasses, dirty and cached bytes, writeback bytes, I/Os and rate,\n"
 "    errors, the backing device's own counters, the volume's traffic on the cache\n"
 "    device (cache_device: bytes read and written, the writes split into fills of\n"
-"    read misses and client writes, the reads into the cleaner's and client reads),\n"
+"    read misses and client writes, the reads into the cleaner's and client reads,\n"
+"    and bytes_written_per_host_byte, the SSD endurance figure: its data writes per\n"
+"    byte the host read or wrote),\n"
 "    and the cache device as a whole (cache: every volume's traffic, the cleaner's\n"
 "    and the metadata commits: its wear).  Keys are snake_case; bytes are\n"
 "    in bytes.  --reset zeroes the counters after printing them.  A volume whose\n"
 "    backing is not among the devices (offline, --device CACHE alone) has no request\n"
 "    counters: what its cache holds is printed (size, settings, dirty and cached\n"
 "    bytes) with a note saying so; a volume served uncached, its state and backing\n"
-"    with a note.\n"
+"    with a note.  Offline, the devices are opened read-only and nothing on them\n"
+"    changes (the counters start at zero, --reset has nothing to keep).\n"
+"\n"
+"    --latency prints the volume's latency histograms instead, one row per class\n"
+"    (read hit, read miss, write hit, write miss): count, p50, p99, p99.9, p99.99 and\n"
+"    the exact maximum.  A request is timed from its arrival in the engine to its\n"
+"    completion; it is a hit when every cache line it touched was a full hit, a miss\n"
+"    otherwise (partial hits and sequential bypasses included); write-zeroes count as\n"
+"    writes, flushes and discards are not timed.  The histograms have log-scale\n"
+"    buckets of at most 1/128 of their values, from nanoseconds to seconds and beyond;\n"
+"    a percentile is the top of its bucket, the maximum is exact.  --reset empties\n"
+"    them with the counters.\n"
+"\n"
+"JSON\n"
+"    The counters as printed, plus \"latency\": {\"read_hit\", \"read_miss\",\n"
+"    \"write_hit\", \"write_miss\"}, each {\"count\", \"min_ns\", \"mean_ns\", \"p50_ns\",\n"
+"    \"p90_ns\", \"p99_ns\", \"p999_ns\", \"p9999_ns\", \"max_ns\", \"buckets\": [{\"ge_ns\",\n"
+"    \"lt_ns\", \"count\"}]} (the distribution in powers of two: [0, 1024) ns, then\n"
+"    [2^k, 2^(k+1)) ns; non-empty ones only), with or without --latency.\n"
 "\n"
 COMMON_HELP;
 
 enum { O_CONTROL = 256, O_DEVICE, O_JSON, O_HELP, O_RC, O_WP, O_FR, O_ADM, O_SEQ, O_FILL,
-       O_CACHE, O_BACKING, O_DISCARD, O_RESET };
+       O_RESERVE, O_CAP, O_PRIO, O_CACHE, O_BACKING, O_DISCARD, O_RESET, O_LATENCY, O_RANGE,
+       O_UNPROT,
+       O_PIN, O_UNPIN, O_UNCACHEABLE, O_CACHEABLE, O_RPOLICY };
 
 static const struct option options[] = {
 	{ "control", required_argument, NULL, O_CONTROL },
@@ -204,10 +359,21 @@ static const struct option options[] = {
 	{ "admission", required_argument, NULL, O_ADM },
 	{ "seq-cutoff", required_argument, NULL, O_SEQ },
 	{ "fill", required_argument, NULL, O_FILL },
+	{ "reserve", required_argument, NULL, O_RESERVE },
+	{ "cap", required_argument, NULL, O_CAP },
+	{ "priority", required_argument, NULL, O_PRIO },
 	{ "cache", required_argument, NULL, O_CACHE },
 	{ "backing", required_argument, NULL, O_BACKING },
 	{ "discard-dirty", no_argument, NULL, O_DISCARD },
 	{ "reset", no_argument, NULL, O_RESET },
+	{ "latency", no_argument, NULL, O_LATENCY },
+	{ "range", required_argument, NULL, O_RANGE },
+	{ "unprotected-writeback", required_argument, NULL, O_UNPROT },
+	{ "pin", required_argument, NULL, O_PIN },
+	{ "unpin", required_argument, NULL, O_UNPIN },
+	{ "uncacheable", required_argument, NULL, O_UNCACHEABLE },
+	{ "cacheable", required_argument, NULL, O_CACHEABLE },
+	{ "range-policy", required_argument, NULL, O_RPOLICY },
 	{ NULL, 0, NULL, 0 },
 };
 
@@ -220,6 +386,12 @@ struct vopts {
 	const char *cache, *backing;
 	const char *volume;
 	bool discard, reset;
+	bool latency;              /* stats --latency */
+	bool has_range;            /* --range OFFSET:LENGTH, bytes */
+	uint64_t range_off, range_len;
+	int unprot;                /* set-cache --unprotected-writeback: 1 on, 0 off, -1 not given */
+	json_object *region;       /* set --pin/--unpin/...: {"action", "kind",
+				    * "write_policy"}, the range in range_off/len */
 };
 
 static volatile sig_atomic_t interrupted;
@@ -255,6 +427,39 @@ static int show_progress(void *opaque, uint64_t left, uint64_t start)
 #define X_ATTACH 0x2u      /* --cache, --backing */
 #define X_DISCARD 0x4u
 #define X_RESET 0x8u
+#define X_LATENCY 0x10u
+#define X_RANGE 0x20u
+#define X_SHARES 0x40u     /* --reserve, --cap: set only (a volume joins a cache first) */
+#define X_UNPROT 0x80u     /* --unprotected-writeback: set-cache only */
+
+/* "OFFSET:LENGTH" (sizes) of option @what into *@off, *@len; a usage exit code or 0.
+ * With @tail, the text after a further '=' goes to *@tail (NULL if none). */
+static int parse_span(const char *what, const char *arg, uint64_t *off, uint64_t *len,
+		      const char **tail)
+{
+	char buf[128], lbuf[128];
+	const char *colon = strchr(arg, ':');
+	const char *eq = tail ? strchr(arg, '=') : NULL;
+	size_t llen = colon ? (eq ? (size_t)(eq - colon - 1) : strlen(colon + 1)) : 0;
+	if (!colon || colon == arg || !llen || (eq && eq < colon) ||
+	    (size_t)(colon - arg) >= sizeof(buf) || llen >= sizeof(lbuf))
+		return cli_usage("%s: \"%s\" is not OFFSET:LENGTH%s (sizes, e.g. 1G:64M)", what,
+				 arg, tail ? "=POLICY" : "");
+	memcpy(buf, arg, (size_t)(colon - arg));
+	buf[colon - arg] = 0;
+	memcpy(lbuf, colon + 1, llen);
+	lbuf[llen] = 0;
+	char wo[48], wl[48];
+	snprintf(wo, sizeof(wo), "%s OFFSET", what);
+	snprintf(wl, sizeof(wl), "%s LENGTH", what);
+	if (cli_size(wo, buf, off) || cli_size(wl, lbuf, len))
+		return TC_EXIT_USAGE;
+	if (!*len)
+		return cli_usage("%s: \"%s\" is empty (LENGTH 0)", what, arg);
+	if (tail)
+		*tail = eq ? eq + 1 : NULL;
+	return 0;
+}
 
 static int parse(int argc, char **argv, struct vopts *o, const char *help, unsigned extra)
 {
@@ -262,18 +467,29 @@ static int parse(int argc, char **argv, struct vopts *o, const char *help, unsig
 	o->control = TC_CONTROL_DEFAULT;
 	o->devices = calloc((size_t)argc + 1, sizeof(char *));
 	o->settings = json_object_new_object();
+	o->unprot = -1;
 	int c;
 	while ((c = getopt_long(argc, argv, "h", options, NULL)) != -1) {
 		int v;
 		uint64_t n;
-		if (c >= O_RC && c <= O_FILL && !(extra & X_SETTINGS))
+		if (c >= O_PIN && c <= O_RPOLICY && !(extra & X_SHARES))
+			return cli_usage("%s does not take range attributes (see `tiercache set`)",
+					 cli_cmd_name);
+		if ((c == O_RESERVE || c == O_CAP || c == O_PRIO) && (extra & X_SETTINGS) &&
+		    !(extra & X_SHARES))
+			return cli_usage("%s does not take --%s: attach the volume, then give it "
+					 "with `tiercache set`", cli_cmd_name,
+					 c == O_RESERVE ? "reserve" : c == O_CAP ? "cap" : "priority");
+		if (c >= O_RC && c <= O_PRIO && !(extra & X_SETTINGS))
 			return cli_usage("%s does not take settings options (see `tiercache set`)",
 					 cli_cmd_name);
 		if (((c == O_CACHE || c == O_BACKING) && !(extra & X_ATTACH)) ||
-		    (c == O_DISCARD && !(extra & X_DISCARD)) || (c == O_RESET && !(extra & X_RESET)))
+		    (c == O_DISCARD && !(extra & X_DISCARD)) || (c == O_RESET && !(extra & X_RESET)) ||
+		    (c == O_LATENCY && !(extra & X_LATENCY)) || (c == O_RANGE && !(extra & X_RANGE)))
 			return cli_usage("%s does not take --%s", cli_cmd_name,
 					 c == O_CACHE ? "cache" : c == O_BACKING ? "backing" :
-					 c == O_DISCARD ? "discard-dirty" : "reset");
+					 c == O_DISCARD ? "discard-dirty" :
+					 c == O_LATENCY ? "latency" : c == O_RANGE ? "range" : "reset");
 		switch (c) {
 		case O_CONTROL: o->control = optarg; break;
 		case O_DEVICE: o->devices[o->ndevices++] = optarg; break;
@@ -288,7 +504,7 @@ static int parse(int argc, char **argv, struct vopts *o, const char *help, unsig
 			break;
 		case O_WP:
 			if ((v = tc_write_policy_parse(optarg)) < 0)
-				return cli_usage("--write-policy: \"%s\" is not wt, wb, wa or pt",
+				return cli_usage("--write-policy: \"%s\" is not wt, wb, wa, pt or instwb",
 						 optarg);
 			json_object_object_add(o->settings, "write_policy",
 					       json_object_new_string(tc_write_policy_name((unsigned)v)));
@@ -330,10 +546,89 @@ static int parse(int argc, char **argv, struct vopts *o, const char *help, unsig
 				return cli_usage("--fill: \"%s\" is not line or sectors", optarg);
 			json_object_object_add(o->settings, "fill", json_object_new_string(optarg));
 			break;
+		case O_PRIO:
+			if (tc_prio_parse(optarg) < 0)
+				return cli_usage("--priority: \"%s\" is not high, normal or low", optarg);
+			json_object_object_add(o->settings, "priority", json_object_new_string(optarg));
+			break;
+		case O_RESERVE:
+		case O_CAP: {
+			const char *what = c == O_RESERVE ? "--reserve" : "--cap";
+			const char *kb = c == O_RESERVE ? "reserve_bytes" : "cap_bytes";
+			const char *kp = c == O_RESERVE ? "reserve_pct" : "cap_pct";
+			size_t l = strlen(optarg);
+			if (l && optarg[l - 1] == '%') {
+				char buf[32];
+				if (l > sizeof(buf) - 1)
+					return cli_usage("%s: \"%s\" is not a size or a percentage",
+							 what, optarg);
+				memcpy(buf, optarg, l - 1);
+				buf[l - 1] = 0;
+				if (cli_uint(what, buf, 0, 100, &n))
+					return TC_EXIT_USAGE;
+				json_object_object_add(o->settings, kp, json_object_new_uint64(n));
+			} else {
+				if (cli_size(what, optarg, &n))
+					return TC_EXIT_USAGE;
+				if (n % 4096)
+					return cli_usage("%s: \"%s\" (%" PRIu64 " bytes) is not a multiple "
+							 "of 4K", what, optarg, n);
+				json_object_object_add(o->settings, kb, json_object_new_uint64(n));
+			}
+			break;
+		}
 		case O_CACHE: o->cache = optarg; break;
 		case O_BACKING: o->backing = optarg; break;
 		case O_DISCARD: o->discard = true; break;
 		case O_RESET: o->reset = true; break;
+		case O_LATENCY: o->latency = true; break;
+		case O_RANGE:
+			if (parse_span("--range", optarg, &o->range_off, &o->range_len, NULL))
+				return TC_EXIT_USAGE;
+			o->has_range = true;
+			break;
+		case O_PIN:
+		case O_UNPIN:
+		case O_UNCACHEABLE:
+		case O_CACHEABLE:
+		case O_RPOLICY: {
+			static const char *const name[] = { "--pin", "--unpin", "--uncacheable",
+							    "--cacheable", "--range-policy" };
+			const char *what = name[c - O_PIN], *pol = NULL;
+			if (o->region)
+				return cli_usage("%s: one range attribute per command (%s given "
+						 "before)", what, cli_jstr(o->region, "option"));
+			if (parse_span(what, optarg, &o->range_off, &o->range_len,
+				       c == O_RPOLICY ? &pol : NULL))
+				return TC_EXIT_USAGE;
+			o->region = json_object_new_object();
+			json_object_object_add(o->region, "option", json_object_new_string(what));
+			bool clear = c == O_UNPIN || c == O_CACHEABLE ||
+				     (pol && !strcmp(pol, "volume"));
+			const char *kind = c == O_PIN || c == O_UNPIN ? "pinned" :
+					   c == O_RPOLICY ? "policy" : "uncacheable";
+			if (c == O_RPOLICY && !clear) {
+				int wp = pol ? tc_write_policy_parse(pol) : -1;
+				if (wp < 0 || wp == TC_WP_INSTWB)
+					return cli_usage("--range-policy: \"%s\" does not end in "
+							 "=wt, =wb, =wa, =pt or =volume", optarg);
+				json_object_object_add(o->region, "write_policy",
+						       json_object_new_string(pol));
+			}
+			json_object_object_add(o->region, "action",
+					       json_object_new_string(clear ? "clear" : "set"));
+			json_object_object_add(o->region, "kind", json_object_new_string(kind));
+			break;
+		}
+		case O_UNPROT:
+			if (!(extra & X_UNPROT))
+				return cli_usage("%s does not take --unprotected-writeback (see "
+						 "`tiercache set-cache`)", cli_cmd_name);
+			if (strcmp(optarg, "on") && strcmp(optarg, "off"))
+				return cli_usage("--unprotected-writeback: \"%s\" is not on or off",
+						 optarg);
+			o->unprot = !strcmp(optarg, "on");
+			break;
 		default: return cli_bad_option(argv);
 		}
 	}
@@ -344,6 +639,8 @@ static void vopts_free(struct vopts *o)
 {
 	free(o->devices);
 	json_object_put(o->settings);
+	if (o->region)
+		json_object_put(o->region);
 }
 
 /* Run @req on a server, or offline.  Returns the final response, or NULL after a
@@ -380,6 +677,13 @@ static json_object *run(struct vopts *o, json_object *req, const char *what)
 	tc_ctx *ctx = cli_ctx(false);
 	tc_host *host;
 	struct tc_host_opts ho = { .dev_flags = TC_DEV_EXCLUSIVE };
+	/* Status and stats only look: the devices are opened read-only and assembled for
+	 * inspection, so nothing on them changes (not even the in-use mark). */
+	json_object *jop;
+	if (json_object_object_get_ex(req, "op", &jop) &&
+	    (!strcmp(json_object_get_string(jop), "status") ||
+	     !strcmp(json_object_get_string(jop), "stats")))
+		ho.dev_flags |= TC_DEV_READONLY;
 	int r = tc_host_assemble(ctx, o->devices, (unsigned)o->ndevices, &ho, &host);
 	if (r) {
 		if (r == -EBUSY)
@@ -418,6 +722,22 @@ static json_object *result_of(json_object *resp)
 	return jr;
 }
 
+/* The ranges with attributes of a status or set answer, one line each. */
+static void print_ranges(const char *vol, json_object *ranges)
+{
+	for (size_t i = 0; ranges && i < json_object_array_length(ranges); i++) {
+		json_object *g = json_object_array_get_idx(ranges, i);
+		char a[32], b[32];
+		printf("volume \"%s\": range %" PRIu64 ":%" PRIu64 " (%s at %s) %s", vol,
+		       cli_ju64(g, "offset"), cli_ju64(g, "length"),
+		       tc_size_format(cli_ju64(g, "length"), b, sizeof(b)),
+		       tc_size_format(cli_ju64(g, "offset"), a, sizeof(a)), cli_jstr(g, "kind"));
+		if (!strcmp(cli_jstr(g, "kind"), "policy"))
+			printf(" %s", cli_jstr(g, "write_policy"));
+		printf("\n");
+	}
+}
+
 static void print_settings(const char *vol, json_object *s)
 {
 	json_object *rc;
@@ -428,8 +748,22 @@ static void print_settings(const char *vol, json_object *s)
 	       cli_jstr(s, "flush_rate"), cli_jstr(s, "admission"));
 	if (!strcmp(cli_jstr(s, "admission"), "nhit"))
 		printf(":%" PRIu64, cli_ju64(s, "nhit"));
-	printf(", fill %s, seq cutoff %s\n", cli_jstr(s, "fill"),
+	printf(", fill %s, seq cutoff %s", cli_jstr(s, "fill"),
 	       tc_size_format(cli_ju64(s, "seq_cutoff"), hb, sizeof(hb)));
+	static const char *const share[2] = { "reserve", "cap" };
+	for (int i = 0; i < 2; i++) {
+		char kb[16], kp[16];
+		snprintf(kb, sizeof(kb), "%s_bytes", share[i]);
+		snprintf(kp, sizeof(kp), "%s_pct", share[i]);
+		if (cli_ju64(s, kp))
+			printf(", %s %" PRIu64 "%%", share[i], cli_ju64(s, kp));
+		else if (cli_ju64(s, kb))
+			printf(", %s %s", share[i], tc_size_format(cli_ju64(s, kb), hb, sizeof(hb)));
+	}
+	json_object *pr;
+	if (json_object_object_get_ex(s, "priority", &pr))
+		printf(", priority %s", json_object_get_string(pr));
+	printf("\n");
 }
 
 static void print_json(json_object *o)
@@ -501,6 +835,13 @@ static void table_print(struct table *t)
 	t->nrows = 0;
 }
 
+/* A string field that is present, not null and not empty. */
+static bool jstr_given(json_object *o, const char *key)
+{
+	const char *s = cli_jstr(o, key);
+	return *s && strcmp(s, "-");
+}
+
 static void status_volume_row(struct table *t, json_object *v)
 {
 	char a[32], b[32], c[32], rate[40];
@@ -513,10 +854,17 @@ static void status_volume_row(struct table *t, json_object *v)
 	bool absent = !strcmp(cli_jstr(v, "state"), "no-backing");
 	snprintf(rate, sizeof(rate), "%s/s",
 		 tc_size_format(cli_ju64(v, "writeback_rate"), c, sizeof(c)));
+	/* The stored policy, and the one in force where they differ: "wb>wt". */
+	char pol[32];
+	const char *eff = cli_jstr(v, "effective_policy");
+	if (has && jstr_given(v, "effective_policy") && strcmp(eff, cli_jstr(s, "write_policy")))
+		snprintf(pol, sizeof(pol), "%s>%s", cli_jstr(s, "write_policy"), eff);
+	else
+		snprintf(pol, sizeof(pol), "%s", has ? cli_jstr(s, "write_policy") : "-");
 	const char *row[] = {
 		cli_jstr(v, "name"), tc_size_format(cli_ju64(v, "size"), a, sizeof(a)),
 		cli_jstr(v, "state"),
-		has ? cli_jstr(s, "write_policy") : "-",
+		pol,
 		has ? (json_object_get_boolean(rc) ? "on" : "off") : "-",
 		has ? cli_jstr(s, "flush_rate") : "-",
 		tc_size_format(cli_ju64(v, "dirty_bytes"), b, sizeof(b)),
@@ -541,9 +889,52 @@ static void print_status(json_object *res, struct vopts *o)
 		absent |= !strcmp(cli_jstr(v, "state"), "no-backing");
 	}
 	table_print(&t);
+	for (size_t i = 0; i < json_object_array_length(vols); i++) {
+		json_object *v = json_object_array_get_idx(vols, i);
+		if (jstr_given(v, "policy_reason"))
+			printf("volume \"%s\": runs %s for now: %s\n", cli_jstr(v, "name"),
+			       cli_jstr(v, "effective_policy"), cli_jstr(v, "policy_reason"));
+		json_object *ranges;
+		if (json_object_object_get_ex(v, "ranges", &ranges)) {
+			print_ranges(cli_jstr(v, "name"), ranges);
+			char pb[32];
+			if (json_object_array_length(ranges) && cli_ju64(v, "pinned_bytes"))
+				printf("volume \"%s\": %s of pinned lines resident\n",
+				       cli_jstr(v, "name"), tc_size_format(cli_ju64(v, "pinned_bytes"),
+									   pb, sizeof(pb)));
+		}
+	}
 	if (absent)
 		printf("(no-backing: the cache holds the volume, but its backing device is not "
 		       "present; give it with --device, or serve it)\n");
+	json_object *arrays;
+	if (json_object_object_get_ex(res, "arrays", &arrays) &&
+	    json_object_array_length(arrays)) {
+		struct table at = { .ncols = 7, .right = 1u << 2 | 1u << 4 };
+		table_row(&at, (const char *[]){ "ARRAY", "LEVEL", "SIZE", "STATE", "MEMBERS",
+						 "FAULTY", "DEVICE" });
+		for (size_t i = 0; i < json_object_array_length(arrays); i++) {
+			json_object *a = json_object_array_get_idx(arrays, i), *ms;
+			char sz[32], nm[24];
+			json_object_object_get_ex(a, "members", &ms);
+			snprintf(nm, sizeof(nm), "%zu", ms ? json_object_array_length(ms) : 0);
+			char faulty[256] = "";
+			for (size_t k = 0; ms && k < json_object_array_length(ms); k++) {
+				json_object *m = json_object_array_get_idx(ms, k);
+				if (strcmp(cli_jstr(m, "state"), "faulty"))
+					continue;
+				size_t used = strlen(faulty);
+				snprintf(faulty + used, sizeof(faulty) - used, "%s%s",
+					 used ? "," : "", cli_jstr(m, "device"));
+			}
+			table_row(&at, (const char *[]){ cli_jstr(a, "name"), cli_jstr(a, "level"),
+				tc_size_format(cli_ju64(a, "size"), sz, sizeof(sz)),
+				cli_jstr(a, "state"), nm, faulty[0] ? faulty : "-",
+				cli_jstr(a, "device") });
+		}
+		printf("\n");
+		table_print(&at);
+	}
 	if (!json_object_array_length(caches))
 		return;
 	struct table ct = { .ncols = 6, .right = 0x3eu };
@@ -561,6 +952,12 @@ static void print_status(json_object *res, struct vopts *o)
 	}
 	printf("\n");
 	table_print(&ct);
+	for (size_t i = 0; i < json_object_array_length(caches); i++) {
+		json_object *c = json_object_array_get_idx(caches, i);
+		if (jstr_given(c, "warning"))
+			printf("warning: cache %s: %s\n", cli_jstr(c, "device"),
+			       cli_jstr(c, "warning"));
+	}
 }
 
 /* stats: "key: value" lines, nested objects prefixed. */
@@ -578,14 +975,68 @@ static void print_flat(json_object *o, const char *prefix)
 	}
 }
 
+/* A latency in ns as 850ns, 12.3us, 4.56ms, 1.23s. */
+static const char *lat_text(uint64_t ns, char *buf, size_t len)
+{
+	if (ns < 1000)
+		snprintf(buf, len, "%" PRIu64 "ns", ns);
+	else if (ns < 1000000)
+		snprintf(buf, len, "%.1fus", (double)ns / 1e3);
+	else if (ns < 1000000000)
+		snprintf(buf, len, "%.2fms", (double)ns / 1e6);
+	else
+		snprintf(buf, len, "%.2fs", (double)ns / 1e9);
+	return buf;
+}
+
+/* stats --latency: one row per class of the "latency" object. */
+static void print_latency(json_object *res, struct vopts *o)
+{
+	static const char *const cls[][2] = {
+		{ "read_hit", "read hit" }, { "read_miss", "read miss" },
+		{ "write_hit", "write hit" }, { "write_miss", "write miss" },
+	};
+	static const char *const keys[] = { "p50_ns", "p99_ns", "p999_ns", "p9999_ns",
+					     "max_ns" };
+	json_object *lat, *c;
+	if (!json_object_object_get_ex(res, "latency", &lat)) {
+		/* Served uncached, or offline without the backing: no engine requests. */
+		print_flat(res, "");
+		return;
+	}
+	printf("volume \"%s\": latency from arrival to completion\n", o->volume);
+	printf("%-11s %12s %10s %10s %10s %10s %10s\n", "class", "count", "p50", "p99",
+	       "p99.9", "p99.99", "max");
+	for (unsigned i = 0; i < sizeof(cls) / sizeof(cls[0]); i++) {
+		if (!json_object_object_get_ex(lat, cls[i][0], &c))
+			continue;
+		uint64_t n = cli_ju64(c, "count");
+		printf("%-11s %12" PRIu64, cls[i][1], n);
+		for (unsigned k = 0; k < sizeof(keys) / sizeof(keys[0]); k++) {
+			char b[32];
+			printf(" %10s", n ? lat_text(cli_ju64(c, keys[k]), b, sizeof(b)) : "-");
+		}
+		printf("\n");
+	}
+}
+
 static void print_stats(json_object *res, struct vopts *o)
 {
+	if (o->latency) {
+		print_latency(res, o);
+		return;
+	}
+	/* The histograms have a table of their own (--latency); JSON has them all. */
+	json_object_object_del(res, "latency");
 	print_flat(res, "");
 }
 
 static void print_set(json_object *res, struct vopts *o)
 {
 	print_settings(o->volume, res);
+	json_object *ranges;
+	if (json_object_object_get_ex(res, "ranges", &ranges))
+		print_ranges(o->volume, ranges);
 }
 
 static void print_flush(json_object *res, struct vopts *o)
@@ -597,9 +1048,35 @@ static void print_flush(json_object *res, struct vopts *o)
 		       "was flushed)\n", o->volume, json_object_get_string(st));
 		return;
 	}
+	if (o->has_range)
+		printf("range %" PRIu64 ":%" PRIu64 ": ", o->range_off, o->range_len);
 	printf("flushed %s; dirty now %" PRIu64 " bytes\n",
 	       tc_size_format(cli_ju64(res, "dirty_bytes_before"), a, sizeof(a)),
 	       cli_ju64(res, "dirty_bytes"));
+}
+
+static void print_invalidate(json_object *res, struct vopts *o)
+{
+	char a[32], b[32];
+	printf("volume \"%s\": range %" PRIu64 ":%" PRIu64 " invalidated: %s of clean copies "
+	       "dropped", o->volume, o->range_off, o->range_len,
+	       tc_size_format(cli_ju64(res, "dropped_bytes"), a, sizeof(a)));
+	if (cli_ju64(res, "dirty_bytes_discarded"))
+		printf(", %s of dirty data discarded",
+		       tc_size_format(cli_ju64(res, "dirty_bytes_discarded"), b, sizeof(b)));
+	if (cli_ju64(res, "dirty_bytes_kept"))
+		printf(", %s written meanwhile kept (dirty)",
+		       tc_size_format(cli_ju64(res, "dirty_bytes_kept"), b, sizeof(b)));
+	printf("\n");
+}
+
+/* The "range" operand of a request. */
+static void add_range(json_object *req, const struct vopts *o)
+{
+	json_object *r = json_object_new_object();
+	json_object_object_add(r, "offset", json_object_new_uint64(o->range_off));
+	json_object_object_add(r, "length", json_object_new_uint64(o->range_len));
+	json_object_object_add(req, "range", r);
 }
 
 static void print_detach(json_object *res, struct vopts *o)
@@ -651,28 +1128,77 @@ static json_object *request(const char *op, const char *vol)
 int cmd_set(int argc, char **argv)
 {
 	struct vopts o;
-	int r = parse(argc, argv, &o, help_set, X_SETTINGS);
+	int r = parse(argc, argv, &o, help_set, X_SETTINGS | X_SHARES);
 	const char *vol = r ? NULL : operand(argc, argv);
 	if (!vol) {
 		vopts_free(&o);
 		return r < 0 ? TC_EXIT_OK : TC_EXIT_USAGE;
 	}
-	if (!json_object_object_length(o.settings)) {
+	if (o.region && json_object_object_length(o.settings)) {
+		vopts_free(&o);
+		return cli_usage("a range attribute (--pin, --unpin, --uncacheable, --cacheable, "
+				 "--range-policy) is changed alone, without other settings");
+	}
+	if (!json_object_object_length(o.settings) && !o.region) {
 		vopts_free(&o);
 		return cli_usage("nothing to set: give at least one setting option");
 	}
 	o.volume = vol;
 	json_object *req = request("set", vol);
 	json_object_object_add(req, "settings", json_object_get(o.settings));
+	if (o.region) {
+		json_object_object_del(o.region, "option");
+		json_object_object_add(req, "region", json_object_get(o.region));
+		add_range(req, &o);
+	}
 	char what[64];
 	snprintf(what, sizeof(what), "draining volume \"%s\"", vol);
 	return finish(&o, req, what, print_set);
 }
 
+static void print_set_cache(json_object *res, struct vopts *o)
+{
+	(void)o;
+	json_object *u, *held;
+	json_object_object_get_ex(res, "unprotected_writeback", &u);
+	json_object_object_get_ex(res, "writeback_held", &held);
+	printf("cache %s: write-back %s; redundancy %" PRIu64 "%s\n", cli_jstr(res, "device"),
+	       json_object_get_boolean(u) ? "allowed without redundancy (unprotected: a device "
+	       "failure loses the dirty data)" : "needs a redundant cache device",
+	       cli_ju64(res, "redundancy"), json_object_get_boolean(held) ?
+	       "; write-back volumes run write-through (held)" : "");
+}
+
+int cmd_set_cache(int argc, char **argv)
+{
+	struct vopts o;
+	int r = parse(argc, argv, &o, help_set_cache, X_UNPROT);
+	const char *cache = NULL;
+	if (!r && argc - optind != 1)
+		r = cli_usage("expected one CACHE device");
+	else if (!r)
+		cache = argv[optind];
+	if (!r && o.unprot < 0)
+		r = cli_usage("nothing to set: give --unprotected-writeback on|off");
+	if (r) {
+		vopts_free(&o);
+		return r < 0 ? TC_EXIT_OK : TC_EXIT_USAGE;
+	}
+	json_object *req = request("cache_set", NULL);
+	/* A server's working folder is not ours: a file is named by its absolute path. */
+	char *abs = realpath(cache, NULL);
+	json_object_object_add(req, "cache", json_object_new_string(abs ? abs : cache));
+	free(abs);
+	json_object_object_add(req, "unprotected_writeback", json_object_new_boolean(o.unprot));
+	char what[64];
+	snprintf(what, sizeof(what), "cache %.40s", cache);
+	return finish(&o, req, what, print_set_cache);
+}
+
 int cmd_flush(int argc, char **argv)
 {
 	struct vopts o;
-	int r = parse(argc, argv, &o, help_flush, 0);
+	int r = parse(argc, argv, &o, help_flush, X_RANGE);
 	const char *vol = r ? NULL : operand(argc, argv);
 	if (!vol) {
 		vopts_free(&o);
@@ -681,7 +1207,33 @@ int cmd_flush(int argc, char **argv)
 	o.volume = vol;
 	char what[64];
 	snprintf(what, sizeof(what), "flushing volume \"%s\"", vol);
-	return finish(&o, request("flush", vol), what, print_flush);
+	json_object *req = request("flush", vol);
+	if (o.has_range)
+		add_range(req, &o);
+	return finish(&o, req, what, print_flush);
+}
+
+int cmd_invalidate(int argc, char **argv)
+{
+	struct vopts o;
+	int r = parse(argc, argv, &o, help_invalidate, X_RANGE | X_DISCARD);
+	const char *vol = r ? NULL : operand(argc, argv);
+	if (!vol) {
+		vopts_free(&o);
+		return r < 0 ? TC_EXIT_OK : TC_EXIT_USAGE;
+	}
+	if (!o.has_range) {
+		vopts_free(&o);
+		return cli_usage("invalidate needs --range OFFSET:LENGTH");
+	}
+	o.volume = vol;
+	json_object *req = request("invalidate", vol);
+	add_range(req, &o);
+	if (o.discard)
+		json_object_object_add(req, "discard_dirty", json_object_new_boolean(1));
+	char what[64];
+	snprintf(what, sizeof(what), "invalidating volume \"%s\"", vol);
+	return finish(&o, req, what, print_invalidate);
 }
 
 int cmd_detach(int argc, char **argv)
@@ -704,12 +1256,13 @@ int cmd_detach(int argc, char **argv)
 int cmd_stats(int argc, char **argv)
 {
 	struct vopts o;
-	int r = parse(argc, argv, &o, help_stats, X_RESET);
+	int r = parse(argc, argv, &o, help_stats, X_RESET | X_LATENCY);
 	const char *vol = r ? NULL : operand(argc, argv);
 	if (!vol) {
 		vopts_free(&o);
 		return r < 0 ? TC_EXIT_OK : TC_EXIT_USAGE;
 	}
+	o.volume = vol;
 	json_object *req = request("stats", vol);
 	if (o.reset)
 		json_object_object_add(req, "reset", json_object_new_boolean(1));

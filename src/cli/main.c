@@ -10,14 +10,17 @@
 #include "cli.h"
 
 static const struct cli_cmd commands[] = {
-	{ "create", cmd_create, "format a backing device (a volume) or a cache device" },
+	{ "create", cmd_create, "format a backing device (a volume) or a cache device, or create an array" },
 	{ "attach", cmd_attach, "attach a backing to a cache, live or offline" },
 	{ "set", cmd_set, "change a volume's read cache, write policy, flush rate, admission" },
-	{ "flush", cmd_flush, "write back every dirty byte of a volume" },
+	{ "set-cache", cmd_set_cache, "change a cache's write-back override (unprotected writeback)" },
+	{ "flush", cmd_flush, "write back every dirty byte of a volume, or of a range of it" },
+	{ "invalidate", cmd_invalidate, "drop the cached copies of a byte range of a volume" },
 	{ "detach", cmd_detach, "drain a volume's dirty data and remove it from its cache" },
 	{ "status", cmd_status, "state, policy, dirty bytes and writeback of every volume" },
 	{ "stats", cmd_stats, "every engine counter of one volume" },
 	{ "serve", cmd_serve, "assemble the volumes on the given devices and serve them over NBD" },
+	{ "array", cmd_array, "an array's status; fail, add a spare, remove, replace, check, rebuild rate" },
 	{ "check", cmd_check, "verify superblocks and metadata, report damage" },
 	{ "forget-cache", cmd_forget, "let a volume go on without a cache that is lost for good" },
 	{ "bench", cmd_bench, "compare no cache, tiercache and nbdkit's cache filter with fio" },
@@ -40,7 +43,7 @@ static const char main_help[] =
 
 static const char main_help_tail[] =
 "\n"
-"Volume commands (set, flush, detach, status, stats, attach) talk to a running server\n"
+"Volume commands (set, flush, invalidate, detach, status, stats, attach) talk to a running server\n"
 "through its control socket (--control PATH, default " TC_CONTROL_DEFAULT ");\n"
 "when no server answers they work offline on the devices given with --device PATH.\n"
 "\n"

@@ -5,8 +5,23 @@
  *
  * Wire format: a unix stream socket; the client sends one JSON object on one line, the
  * server answers with zero or more progress lines and one final line:
- *   request   {"op": "status" | "stats" | "set" | "flush" | "detach" | "attach" |
- *              "fault" | "heal" | "power_cut", ...operands}
+ *   request   {"op": "status" | "stats" | "set" | "flush" | "invalidate" | "detach" |
+ *              "attach" | "array_status" | "array_fail" | "array_add_spare" |
+ *              "array_remove" | "array_replace" | "array_check" |
+ *              "array_set_rebuild" | "fault" | "heal" | "power_cut", ...operands}
+ *             flush and invalidate take "range": {"offset": BYTES, "length": BYTES}
+ *             (invalidate requires it; flush without it drains the whole volume),
+ *             invalidate also "discard_dirty": true
+ * array_status {"array": NAME} (optional: all arrays) answers {"arrays": [...]}, each
+ * as ctl_array_json(); array_fail {"array": NAME, "member": DEVICE or slot number}
+ * marks the member faulty (a drill) and answers the array's object.  Live changes,
+ * each answering the array's object: array_add_spare {"array", "device": SPEC,
+ * "force": bool} (the host opens SPEC: tc_host_open_spare; adds "added"),
+ * array_remove {"array", "member": DEVICE} (a spare, faulty or retired member; adds
+ * "removed"), array_replace {"array", "slot": N, "device": SPEC, "force"} (adds
+ * "replacing_slot"), array_check {"array", "repair": bool} (starts the pass),
+ * array_set_rebuild {"array", "min_rate", "max_rate": bytes/s per member (UINT64_MAX
+ * unlimited), "priority": 0..100; those given change}.
  * fault, heal and power_cut are test hooks: only a server started for testing
  * (plugin parameter testing=1) runs them; any other host answers EPERM.
  *   progress  {"progress": {"dirty_left": BYTES, "dirty_start": BYTES}}
@@ -29,6 +44,9 @@
 #include "tiercache.h"
 
 #define CTL_LINE_MAX (64 * 1024)   /* longest request line, bytes */
+/* Longest response line, bytes: a stats answer carries every volume's latency
+ * histograms (their non-empty buckets), which outgrow a request's bound. */
+#define CTL_RESPONSE_MAX (16 * 1024 * 1024)
 
 /* The smallest sequential cutoff, bytes (0 turns detection off): a stream shorter
  * than the smallest cache line (4 KiB) cannot be told from random I/O. */
@@ -77,7 +95,9 @@ int ctl_send(int fd, json_object *obj);
 json_object *ctl_recv(int fd, char *buf, size_t cap, size_t *fill, int *err);
 
 /* Settings <-> JSON: keys read_cache (bool), write_policy, flush_rate ("wb", "medium"),
- * admission ("always" / "nhit"), nhit, fill ("line" / "sectors"), seq_cutoff (bytes).
+ * admission ("always" / "nhit"), nhit, fill ("line" / "sectors"), seq_cutoff (bytes),
+ * the partition shares reserve_bytes / reserve_pct and cap_bytes / cap_pct (one of each
+ * pair is 0; setting either replaces the share, 0 clears it).
  * ctl_settings_json() returns a new object with every key (NULL only when out of
  * memory); `status`, `stats` and `check` all show settings with it.
  * ctl_settings_apply() changes only the keys @obj has; it returns 0 or -EINVAL with a
@@ -85,5 +105,21 @@ json_object *ctl_recv(int fd, char *buf, size_t cap, size_t *fill, int *err);
 json_object *ctl_settings_json(const struct tc_volume_settings *s);
 int ctl_settings_apply(json_object *obj, struct tc_volume_settings *s, char *why,
 		       size_t len);
+
+/*
+ * ctl_array_json - a new object describing @array (tc_array_status and, for arrays with
+ * superblocks, tc_array_identity): name, uuid, device (@spec, may be NULL), level,
+ * chunk (bytes), copies, size, member_size, data_offset (bytes), state ("active",
+ * "degraded", "failed"), redundancy, faulty, events, dirty, readonly, rebuild_pos
+ * (bytes), members [{slot, device, state ("active", "faulty", "spare",
+ * "rebuilding"), size, read_errors, corrected, replacing (when a replace copies
+ * it)}], spares [device names], extra [{device, state ("spare", "faulty",
+ * "replaced"), size}] (spares and retired members), sync ("idle", "rebuild", "check",
+ * "repair"), sync_pos, sync_end (member bytes), sync_rate (bytes/s per member),
+ * sync_eta_ns, mismatches, checked (of the running or last check), rebuild {min_rate,
+ * max_rate (bytes/s), priority, depth} (tc_array_status).  NULL when
+ * @array is not an array or out of memory.  `status`, `array status` show it.
+ */
+json_object *ctl_array_json(tc_dev *array, const char *spec);
 
 #endif /* TC_CTL_H */

@@ -35,7 +35,7 @@ json_object *ctl_call(int fd, json_object *req, tc_progress_fn progress, void *o
 	*err = ctl_send(fd, req);
 	if (*err)
 		return NULL;
-	char *buf = malloc(CTL_LINE_MAX);
+	char *buf = malloc(CTL_RESPONSE_MAX);
 	if (!buf) {
 		*err = -ENOMEM;
 		return NULL;
@@ -43,7 +43,7 @@ json_object *ctl_call(int fd, json_object *req, tc_progress_fn progress, void *o
 	size_t fill = 0;
 	json_object *resp = NULL;
 	for (;;) {
-		json_object *o = ctl_recv(fd, buf, CTL_LINE_MAX, &fill, err);
+		json_object *o = ctl_recv(fd, buf, CTL_RESPONSE_MAX, &fill, err);
 		if (!o) {
 			if (!*err)
 				*err = -ECONNRESET;

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * ctl_ops.c - the volume operations behind `tiercache status|stats|set|flush|detach|
- * attach` and the test hooks (fault, heal, power_cut): ctl_execute(), run by the server
+ * ctl_ops.c - the volume operations behind `tiercache status|stats|set|flush|invalidate|
+ * detach|attach` and the test hooks (fault, heal, power_cut): ctl_execute(), run by the server
  * for its clients or by the command itself offline.  Protocol: see ctl.h.
  */
 #include <errno.h>
@@ -31,6 +31,27 @@ static const char *state_name(enum tc_export_state s)
 	       "degraded";
 }
 
+/* The volume's ranges with cache attributes (tc_volume_regions): [{"offset", "length",
+ * "kind", "write_policy" (kind "policy" only)}]. */
+static json_object *regions_json(tc_volume *vol)
+{
+	struct tc_region r[TC_VOL_REGIONS_MAX];
+	unsigned n = tc_volume_regions(vol, r, TC_VOL_REGIONS_MAX);
+	json_object *a = json_object_new_array();
+	for (unsigned i = 0; i < n && i < TC_VOL_REGIONS_MAX; i++) {
+		json_object *o = json_object_new_object();
+		json_object_object_add(o, "offset", u64(r[i].offset));
+		json_object_object_add(o, "length", u64(r[i].length));
+		json_object_object_add(o, "kind", json_object_new_string(
+			tc_region_kind_name(r[i].kind)));
+		if (r[i].kind == TC_REGION_POLICY)
+			json_object_object_add(o, "write_policy", json_object_new_string(
+				tc_write_policy_name(r[i].write_policy)));
+		json_object_array_add(a, o);
+	}
+	return a;
+}
+
 static json_object *volume_status(tc_export *e)
 {
 	struct tc_export_info info;
@@ -53,6 +74,12 @@ static json_object *volume_status(tc_export *e)
 		json_object_object_add(o, "writeback_rate", u64(st.writeback_rate));
 		json_object_object_add(o, "fallback", json_object_new_boolean(st.fallback_pt));
 		json_object_object_add(o, "draining", json_object_new_boolean(st.draining));
+		json_object_object_add(o, "effective_policy", json_object_new_string(
+			tc_write_policy_name(st.effective_policy)));
+		json_object_object_add(o, "policy_reason",
+				       json_object_new_string(st.policy_reason));
+		json_object_object_add(o, "ranges", regions_json(info.volume));
+		json_object_object_add(o, "pinned_bytes", u64(tc_volume_pinned_bytes(info.volume)));
 	} else {
 		json_object_object_add(o, "settings", NULL);
 		json_object_object_add(o, "dirty_bytes", u64(0));
@@ -138,6 +165,236 @@ static json_object *device_json(const struct tc_host_device *d)
 	return o;
 }
 
+static const char *member_state_name(enum tc_member_state s)
+{
+	return s == TC_MEMBER_ACTIVE ? "active" : s == TC_MEMBER_FAULTY ? "faulty" :
+	       s == TC_MEMBER_SPARE ? "spare" : s == TC_MEMBER_REBUILDING ? "rebuilding" :
+	       "unknown";
+}
+
+json_object *ctl_array_json(tc_dev *a, const char *spec)
+{
+	struct tc_array_status *st = malloc(sizeof(*st));
+	struct tc_array_identity id;
+	if (!st)
+		return NULL;
+	if (tc_array_status(a, st)) {
+		free(st);
+		return NULL;
+	}
+	bool named = tc_array_identity(a, &id) == 0;
+	struct tc_dev_info info;
+	tc_dev_info(a, &info);
+	json_object *o = json_object_new_object();
+	json_object_object_add(o, "name", json_object_new_string(named ? id.name : info.name));
+	json_object_object_add(o, "uuid", named ? json_object_new_string(id.uuid) : NULL);
+	json_object_object_add(o, "device", spec ? json_object_new_string(spec) : NULL);
+	json_object_object_add(o, "level", json_object_new_string(tc_raid_level_name(st->level)));
+	json_object_object_add(o, "chunk", u64(st->chunk));
+	json_object_object_add(o, "copies", u64(st->copies));
+	json_object_object_add(o, "size", u64(st->size));
+	json_object_object_add(o, "member_size", u64(st->member_size));
+	json_object_object_add(o, "data_offset", u64(named ? id.data_offset : 0));
+	json_object_object_add(o, "state", json_object_new_string(
+		st->failed ? "failed" : st->degraded ? "degraded" : "active"));
+	json_object_object_add(o, "redundancy", json_object_new_int(st->redundancy));
+	json_object_object_add(o, "faulty", u64(st->faulty));
+	json_object_object_add(o, "events", u64(named ? id.events : 0));
+	json_object_object_add(o, "dirty", json_object_new_boolean(named && id.dirty));
+	json_object_object_add(o, "readonly", json_object_new_boolean(named && id.readonly));
+	json_object_object_add(o, "rebuild_pos", u64(named ? id.rebuild_pos : 0));
+	json_object *ms = json_object_new_array();
+	for (unsigned i = 0; i < st->members; i++) {
+		json_object *m = json_object_new_object();
+		json_object_object_add(m, "slot", u64(i));
+		json_object_object_add(m, "device", json_object_new_string(st->member[i].name));
+		json_object_object_add(m, "state", json_object_new_string(
+			member_state_name(st->member[i].state)));
+		json_object_object_add(m, "size", u64(st->member[i].size));
+		json_object_object_add(m, "read_errors", u64(st->member[i].read_errors));
+		json_object_object_add(m, "corrected", u64(st->member[i].corrected));
+		json_object_array_add(ms, m);
+	}
+	json_object_object_add(o, "members", ms);
+	json_object *sp = json_object_new_array();
+	for (unsigned i = 0; named && i < id.nspares; i++)
+		json_object_array_add(sp, json_object_new_string(id.spare[i]));
+	json_object_object_add(o, "spares", sp);
+	/* Spares and members out of the array not yet removed (tc_array_remove names
+	 * them). */
+	json_object *ex = json_object_new_array();
+	for (unsigned i = 0; i < st->nextra; i++) {
+		json_object *m = json_object_new_object();
+		json_object_object_add(m, "device", json_object_new_string(st->extra[i].name));
+		json_object_object_add(m, "state", json_object_new_string(
+			st->extra[i].state == TC_MEMBER_REPLACED ? "replaced" :
+			member_state_name(st->extra[i].state)));
+		json_object_object_add(m, "size", u64(st->extra[i].size));
+		json_object_array_add(ex, m);
+	}
+	json_object_object_add(o, "extra", ex);
+	for (unsigned i = 0; i < st->members; i++)
+		if (st->member[i].replacing)
+			json_object_object_add(json_object_array_get_idx(ms, i), "replacing",
+					       json_object_new_string(st->member[i].replacing));
+	/* The background pass: sync_pos / sync_end member bytes, sync_rate bytes/s per
+	 * member, sync_eta_ns; mismatches and checked of the running or last check. */
+	json_object_object_add(o, "sync", json_object_new_string(
+		st->sync == TC_ARRAY_SYNC_REBUILD ? "rebuild" : st->sync == TC_ARRAY_SYNC_CHECK ?
+		"check" : st->sync == TC_ARRAY_SYNC_REPAIR ? "repair" : "idle"));
+	json_object_object_add(o, "sync_pos", u64(st->sync_pos));
+	json_object_object_add(o, "sync_end", u64(st->sync_end));
+	json_object_object_add(o, "sync_rate", u64(st->sync_rate));
+	json_object_object_add(o, "sync_eta_ns", u64(st->sync_eta_ns));
+	json_object_object_add(o, "mismatches", u64(st->mismatches));
+	json_object_object_add(o, "checked", u64(st->checked));
+	/* Consistency after a crash: the partial-parity log, the write-intent map. */
+	json_object_object_add(o, "ppl", json_object_new_boolean(st->ppl));
+	json_object_object_add(o, "map_regions", u64(st->map_regions));
+	json_object_object_add(o, "map_dirty", u64(st->map_dirty));
+	json_object_object_add(o, "map_region_size", u64(st->map_region_size));
+	json_object *rb = json_object_new_object();
+	json_object_object_add(rb, "min_rate", u64(st->rebuild.min_rate));
+	json_object_object_add(rb, "max_rate", u64(st->rebuild.max_rate));
+	json_object_object_add(rb, "priority", u64(st->rebuild.priority));
+	json_object_object_add(rb, "depth", u64(st->rebuild.depth));
+	json_object_object_add(o, "rebuild", rb);
+	free(st);
+	return o;
+}
+
+/* The host's arrays, or only the one named @name (NULL: all). */
+static json_object *arrays_json(tc_host *h, const char *name)
+{
+	json_object *arr = json_object_new_array();
+	const char *spec;
+	tc_dev *a;
+	for (unsigned i = 0; (a = tc_host_array_at(h, i, &spec)); i++) {
+		struct tc_array_identity id;
+		if (name && (tc_array_identity(a, &id) || strcmp(id.name, name)))
+			continue;
+		json_object *o = ctl_array_json(a, spec);
+		if (o)
+			json_object_array_add(arr, o);
+	}
+	return arr;
+}
+
+/* The array a request names in "array", or NULL and an error response. */
+static tc_dev *req_array(tc_host *h, json_object *req, json_object **err)
+{
+	json_object *v;
+	if (!json_object_object_get_ex(req, "array", &v) ||
+	    !json_object_is_type(v, json_type_string)) {
+		*err = ctl_error(EINVAL, "request: \"array\" (a string) is missing");
+		return NULL;
+	}
+	const char *name = json_object_get_string(v);
+	tc_dev *a;
+	for (unsigned i = 0; (a = tc_host_array_at(h, i, NULL)); i++) {
+		struct tc_array_identity id;
+		if (!tc_array_identity(a, &id) && !strcmp(id.name, name))
+			return a;
+	}
+	char msg[256];
+	snprintf(msg, sizeof(msg), "array \"%s\": no such array on this host", name);
+	*err = ctl_error(ENOENT, msg);
+	return NULL;
+}
+
+static json_object *op_array_status(tc_host *h, json_object *req)
+{
+	json_object *v = NULL, *err = NULL;
+	if (json_object_object_get_ex(req, "array", &v) && !req_array(h, req, &err))
+		return err;
+	json_object *r = json_object_new_object();
+	json_object_object_add(r, "arrays", arrays_json(h, v ? json_object_get_string(v) : NULL));
+	return ok(r);
+}
+
+/*
+ * The array a request names and the slot of the member it names, the one lookup of
+ * the array operations that act on a member: "slot" (a number 0..members-1), or
+ * "member" (the member's device as the array names it, or its slot as a decimal
+ * string).  @need says which the request must give when it gives neither ("slot" or
+ * "member", for the message).  Returns the array and *@slot, or NULL and *@err:
+ * EINVAL (a missing or malformed operand, a slot out of range: "array "NAME": slot
+ * N: not a slot number 0..M"), ENOENT (no member of that name, the members listed),
+ * ENOMEM, or req_array()'s errors.
+ */
+static tc_dev *req_member(tc_host *h, json_object *req, const char *need, unsigned *slot,
+			  json_object **err)
+{
+	tc_dev *a = req_array(h, req, err);
+	if (!a)
+		return NULL;
+	struct tc_array_status *st = malloc(sizeof(*st));
+	if (!st) {
+		*err = ctl_error(ENOMEM, NULL);
+		return NULL;
+	}
+	tc_array_status(a, st);
+	struct tc_array_identity id;
+	tc_array_identity(a, &id);
+	unsigned n = st->members;
+	char msg[512];
+	json_object *v;
+	*slot = n;
+	if (json_object_object_get_ex(req, "slot", &v)) {
+		if (json_object_is_type(v, json_type_int) && json_object_get_int64(v) >= 0 &&
+		    json_object_get_int64(v) < n) {
+			*slot = (unsigned)json_object_get_int64(v);
+		} else {
+			snprintf(msg, sizeof(msg), "array \"%s\": slot %s: not a slot number "
+				 "0..%u", id.name, json_object_to_json_string(v), n - 1);
+			*err = ctl_error(EINVAL, msg);
+		}
+	} else if (json_object_object_get_ex(req, "member", &v) &&
+		   json_object_is_type(v, json_type_string)) {
+		const char *m = json_object_get_string(v);
+		for (unsigned i = 0; i < n && *slot == n; i++)
+			if (!strcmp(st->member[i].name, m))
+				*slot = i;
+		char *end;
+		unsigned long k = strtoul(m, &end, 10);
+		if (*slot == n && *m && !*end && k < n)
+			*slot = (unsigned)k;
+		if (*slot == n) {
+			size_t used = (size_t)snprintf(msg, sizeof(msg), "array \"%s\": no member "
+						       "\"%s\" (members:", id.name, m);
+			for (unsigned i = 0; i < n && used < sizeof(msg); i++)
+				used += (size_t)snprintf(msg + used, sizeof(msg) - used, " %u=%s",
+							 i, st->member[i].name);
+			if (used < sizeof(msg))
+				snprintf(msg + used, sizeof(msg) - used, ")");
+			*err = ctl_error(ENOENT, msg);
+		}
+	} else {
+		snprintf(msg, sizeof(msg), "request: \"%s\" (%s) is missing", need,
+			 strcmp(need, "slot") ? "a string" : "a number");
+		*err = ctl_error(EINVAL, msg);
+	}
+	free(st);
+	return *slot < n ? a : NULL;
+}
+
+/* "member": the member's device (as the array names it) or its slot number. */
+static json_object *op_array_fail(tc_host *h, json_object *req)
+{
+	json_object *err = NULL;
+	unsigned slot;
+	tc_dev *a = req_member(h, req, "member", &slot, &err);
+	if (!a)
+		return err;
+	int r = tc_array_fail_member(a, slot);
+	if (r < 0)
+		return ctl_error(-r, NULL);
+	json_object *o = ctl_array_json(a, NULL);
+	json_object_object_add(o, "failed_slot", u64(slot));
+	json_object_object_add(o, "was_faulty", json_object_new_boolean(r == 1));
+	return ok(o);
+}
+
 static json_object *op_status(tc_host *h)
 {
 	json_object *vols = json_object_new_array();
@@ -160,6 +417,14 @@ static json_object *op_status(tc_host *h)
 		json_object_object_add(o, "bytes_read", u64(st.dev.bytes_read));
 		json_object_object_add(o, "bytes_written", u64(st.dev.bytes_written));
 		json_object_object_add(o, "metadata_bytes_written", u64(st.metadata_bytes_written));
+		json_object_object_add(o, "redundancy", u64(st.redundancy));
+		json_object_object_add(o, "unprotected_writeback",
+				       json_object_new_boolean(st.unprotected_writeback));
+		json_object_object_add(o, "writeback_held",
+				       json_object_new_boolean(st.writeback_held));
+		json_object_object_add(o, "warning", st.unprotected_writeback && !st.redundancy ?
+			json_object_new_string("write-back allowed without redundancy: a device "
+					       "failure loses the dirty data") : NULL);
 		json_object_array_add(caches, o);
 	}
 	json_object *devs = json_object_new_array();
@@ -170,6 +435,7 @@ static json_object *op_status(tc_host *h)
 	json_object *r = json_object_new_object();
 	json_object_object_add(r, "volumes", vols);
 	json_object_object_add(r, "caches", caches);
+	json_object_object_add(r, "arrays", arrays_json(h, NULL));
 	json_object_object_add(r, "fault_injection",
 			       json_object_new_boolean(tc_host_fault_injection(h)));
 	json_object_object_add(r, "devices", devs);
@@ -214,6 +480,27 @@ static bool req_bool(json_object *req, const char *key)
 {
 	json_object *v;
 	return json_object_object_get_ex(req, key, &v) && json_object_get_boolean(v);
+}
+
+/* The request's "range": {"offset", "length"} (bytes): 1 and the values, 0 when the
+ * request has none, -1 with an error response in *@err when it is not that shape. */
+static int req_range(json_object *req, uint64_t *off, uint64_t *len, json_object **err)
+{
+	json_object *r, *jo, *jl;
+	if (!json_object_object_get_ex(req, "range", &r))
+		return 0;
+	if (!json_object_is_type(r, json_type_object) ||
+	    !json_object_object_get_ex(r, "offset", &jo) ||
+	    !json_object_object_get_ex(r, "length", &jl) ||
+	    !json_object_is_type(jo, json_type_int) || !json_object_is_type(jl, json_type_int) ||
+	    json_object_get_int64(jo) < 0 || json_object_get_int64(jl) < 0) {
+		*err = ctl_error(EINVAL, "request: \"range\" is not {\"offset\": BYTES, "
+				 "\"length\": BYTES}");
+		return -1;
+	}
+	*off = json_object_get_uint64(jo);
+	*len = json_object_get_uint64(jl);
+	return 1;
 }
 
 /* stats of a volume whose backing is absent: what its cache knows, and a note. */
@@ -300,6 +587,61 @@ static int fail_errno(int r)
 	return r < 0 ? -r : EIO;
 }
 
+/* set with "region": {"action": "set"|"clear", "kind": "pinned"|"uncacheable"|"policy",
+ * "write_policy": "wt"|...} and "range": {"offset", "length"}: one range attribute
+ * changed (tc_volume_region_set / _clear); answers the settings with "ranges". */
+static json_object *op_set_region(tc_volume *vol, json_object *req, json_object *jreg)
+{
+	json_object *err = NULL, *ja, *jk, *jw;
+	uint64_t off = 0, len = 0;
+	int ranged = req_range(req, &off, &len, &err);
+	if (ranged < 0)
+		return err;
+	if (!ranged)
+		return ctl_error(EINVAL, "request: \"range\" is missing (a range attribute "
+				 "takes a range)");
+	if (!json_object_object_get_ex(jreg, "action", &ja) ||
+	    !json_object_object_get_ex(jreg, "kind", &jk))
+		return ctl_error(EINVAL, "request: \"region\" is not {\"action\", \"kind\"}");
+	const char *action = json_object_get_string(ja), *kname = json_object_get_string(jk);
+	unsigned kind = 0;
+	for (unsigned k = TC_REGION_PINNED; k <= TC_REGION_POLICY; k++)
+		if (!strcmp(kname, tc_region_kind_name(k)))
+			kind = k;
+	char why[160];
+	if (!kind) {
+		snprintf(why, sizeof(why), "request: region kind \"%s\" is not pinned, "
+			 "uncacheable or policy", kname);
+		return ctl_error(EINVAL, why);
+	}
+	int r;
+	if (!strcmp(action, "set")) {
+		struct tc_region rg = { .offset = off, .length = len, .kind = (uint8_t)kind };
+		if (kind == TC_REGION_POLICY) {
+			int wp = json_object_object_get_ex(jreg, "write_policy", &jw) ?
+				 tc_write_policy_parse(json_object_get_string(jw)) : -1;
+			if (wp < 0)
+				return ctl_error(EINVAL, "request: region of kind policy without "
+						 "a known \"write_policy\"");
+			rg.write_policy = (uint8_t)wp;
+		}
+		r = tc_volume_region_set(vol, &rg);
+	} else if (!strcmp(action, "clear")) {
+		r = tc_volume_region_clear(vol, off, len, kind);
+	} else {
+		snprintf(why, sizeof(why), "request: region action \"%s\" is not set or clear",
+			 action);
+		return ctl_error(EINVAL, why);
+	}
+	if (r)
+		return ctl_error(fail_errno(r), NULL);
+	struct tc_volume_settings s;
+	tc_volume_get(vol, &s);
+	json_object *o = ctl_settings_json(&s);
+	json_object_object_add(o, "ranges", regions_json(vol));
+	return ok(o);
+}
+
 static json_object *op_set(tc_host *h, json_object *req, tc_progress_fn fn, void *opaque)
 {
 	json_object *err = NULL, *js;
@@ -307,6 +649,9 @@ static json_object *op_set(tc_host *h, json_object *req, tc_progress_fn fn, void
 	tc_volume *vol = e ? req_volume(e, &err) : NULL;
 	if (!vol)
 		return err;
+	json_object *jreg;
+	if (json_object_object_get_ex(req, "region", &jreg))
+		return op_set_region(vol, req, jreg);
 	if (!json_object_object_get_ex(req, "settings", &js))
 		return ctl_error(EINVAL, "request: \"settings\" (an object) is missing");
 	struct tc_volume_settings s;
@@ -318,7 +663,78 @@ static json_object *op_set(tc_host *h, json_object *req, tc_progress_fn fn, void
 	if (r)
 		return ctl_error(fail_errno(r), NULL);
 	tc_volume_get(vol, &s);
-	return ok(ctl_settings_json(&s));
+	json_object *o = ctl_settings_json(&s);
+	json_object_object_add(o, "ranges", regions_json(vol));
+	return ok(o);
+}
+
+/* "cache_set": the cache stored-setting that is not a volume's, the write-back
+ * override (tc_cache_set_unprotected_writeback).  @req: "cache" (the device spec as
+ * status shows it, or its file), "unprotected_writeback" (bool).  Taking the override
+ * back is refused while a volume of the cache runs write-back on a device without
+ * redundancy: an attached one (the library refuses, naming it) or one whose backing
+ * is not open here (its record says write-back: named here). */
+static json_object *op_cache_set(tc_host *h, json_object *req)
+{
+	json_object *jc, *ju;
+	if (!json_object_object_get_ex(req, "cache", &jc) ||
+	    !json_object_is_type(jc, json_type_string))
+		return ctl_error(EINVAL, "request: \"cache\" (a string) is missing");
+	if (!json_object_object_get_ex(req, "unprotected_writeback", &ju) ||
+	    !json_object_is_type(ju, json_type_boolean))
+		return ctl_error(EINVAL, "request: \"unprotected_writeback\" (a boolean) is "
+				 "missing");
+	const char *name = json_object_get_string(jc), *spec = NULL;
+	tc_cache *c = NULL;
+	char *want = realpath(name, NULL);
+	for (unsigned i = 0; (c = tc_host_cache_at(h, i, &spec)); i++) {
+		const char *path = tc_dev_spec_path(spec);
+		char *real = path ? realpath(path, NULL) : NULL;
+		bool same = !strcmp(spec, name) || (path && !strcmp(path, name)) ||
+			    (want && real && !strcmp(want, real));
+		free(real);
+		if (same)
+			break;
+	}
+	free(want);
+	char msg[TC_NAME_MAX + 512];
+	if (!c) {
+		snprintf(msg, sizeof(msg), "cache \"%.256s\": not open here (see `tiercache "
+			 "status` for the caches by device)", name);
+		return ctl_error(ENOENT, msg);
+	}
+	bool allow = json_object_get_boolean(ju);
+	struct tc_cache_stats st;
+	tc_cache_stats(c, &st);
+	if (!allow && st.unprotected_writeback && !st.redundancy) {
+		struct tc_inspect_volume *recs = calloc(TC_INSPECT_MAX_VOLUMES, sizeof(*recs));
+		if (!recs)
+			return ctl_error(ENOMEM, NULL);
+		unsigned n = tc_cache_volumes(c, recs, TC_INSPECT_MAX_VOLUMES);
+		for (unsigned k = 0; k < n; k++) {
+			if (recs[k].online || !tc_write_policy_is_wb(recs[k].settings.write_policy))
+				continue;
+			snprintf(msg, sizeof(msg), "cache %.256s: cannot require a redundant cache "
+				 "for write-back: volume \"%s\" (its backing not open here) is "
+				 "recorded in %s and the device has redundancy 0; attach it and set "
+				 "it to wt first", spec, recs[k].name,
+				 tc_write_policy_name(recs[k].settings.write_policy));
+			free(recs);
+			return ctl_error(EBUSY, msg);
+		}
+		free(recs);
+	}
+	int r = tc_cache_set_unprotected_writeback(c, allow);
+	if (r)
+		return ctl_error(fail_errno(r), NULL);
+	tc_cache_stats(c, &st);
+	json_object *o = json_object_new_object();
+	json_object_object_add(o, "device", json_object_new_string(spec));
+	json_object_object_add(o, "unprotected_writeback",
+			       json_object_new_boolean(st.unprotected_writeback));
+	json_object_object_add(o, "redundancy", u64(st.redundancy));
+	json_object_object_add(o, "writeback_held", json_object_new_boolean(st.writeback_held));
+	return ok(o);
 }
 
 static json_object *op_flush(tc_host *h, json_object *req, tc_progress_fn fn, void *opaque)
@@ -342,16 +758,54 @@ static json_object *op_flush(tc_host *h, json_object *req, tc_progress_fn fn, vo
 		return ok(o);
 	}
 	tc_volume *vol = info.volume;
+	uint64_t off = 0, len = 0;
+	int ranged = req_range(req, &off, &len, &err);
+	if (ranged < 0)
+		return err;
 	struct tc_volume_stats st;
 	tc_volume_stats(vol, &st);
 	uint64_t before = st.dirty_bytes;
-	int r = tc_volume_flush_dirty(vol, fn, opaque);
+	int r = ranged ? tc_volume_flush_range(vol, off, len, fn, opaque, &before) :
+			 tc_volume_flush_dirty(vol, fn, opaque);
 	if (r)
 		return ctl_error(fail_errno(r), NULL);
 	tc_volume_stats(vol, &st);
 	json_object *o = json_object_new_object();
+	if (ranged) {
+		/* dirty_bytes_before: the range's (its lines'); dirty_bytes: the volume's. */
+		json_object_object_add(o, "range_offset", u64(off));
+		json_object_object_add(o, "range_length", u64(len));
+	}
 	json_object_object_add(o, "dirty_bytes_before", u64(before));
 	json_object_object_add(o, "dirty_bytes", u64(st.dirty_bytes));
+	return ok(o);
+}
+
+static json_object *op_invalidate(tc_host *h, json_object *req)
+{
+	json_object *err = NULL;
+	tc_export *e = req_export(h, req, &err);
+	tc_volume *vol = e ? req_volume(e, &err) : NULL;
+	if (!vol)
+		return err;
+	uint64_t off = 0, len = 0;
+	int ranged = req_range(req, &off, &len, &err);
+	if (ranged < 0)
+		return err;
+	if (!ranged)
+		return ctl_error(EINVAL, "request: \"range\" is missing (invalidate takes a "
+				 "range)");
+	unsigned flags = req_bool(req, "discard_dirty") ? TC_INVALIDATE_DISCARD_DIRTY : 0;
+	struct tc_range_result res;
+	int r = tc_volume_invalidate_range(vol, off, len, flags, &res);
+	if (r)
+		return ctl_error(fail_errno(r), NULL);
+	json_object *o = json_object_new_object();
+	json_object_object_add(o, "range_offset", u64(off));
+	json_object_object_add(o, "range_length", u64(len));
+	json_object_object_add(o, "dropped_bytes", u64(res.dropped_bytes));
+	json_object_object_add(o, "dirty_bytes_discarded", u64(res.discarded_dirty_bytes));
+	json_object_object_add(o, "dirty_bytes_kept", u64(res.kept_dirty_bytes));
 	return ok(o);
 }
 
@@ -455,6 +909,150 @@ static json_object *op_attach(tc_host *h, json_object *req)
 	if (r)
 		return ctl_error(fail_errno(r), NULL);
 	return ok(volume_status(e));
+}
+
+/* The non-empty string @key of a request, or NULL and an error response. */
+static const char *req_string(json_object *req, const char *key, json_object **err)
+{
+	json_object *v;
+	if (!json_object_object_get_ex(req, key, &v) || !json_object_is_type(v, json_type_string) ||
+	    !*json_object_get_string(v)) {
+		char msg[128];
+		snprintf(msg, sizeof(msg), "request: \"%s\" (a string) is missing", key);
+		*err = ctl_error(EINVAL, msg);
+		return NULL;
+	}
+	return json_object_get_string(v);
+}
+
+/* The array after a change, with @key set to @val (when @key). */
+static json_object *array_result(tc_dev *a, const char *key, json_object *val)
+{
+	json_object *o = ctl_array_json(a, NULL);
+	if (!o) {
+		json_object_put(val);
+		return ctl_error(ENOMEM, NULL);
+	}
+	if (key)
+		json_object_object_add(o, key, val);
+	return ok(o);
+}
+
+/* "device": the new spare; "force": reuse a device holding a superblock. */
+static json_object *op_array_add_spare(tc_host *h, json_object *req)
+{
+	json_object *err = NULL;
+	tc_dev *a = req_array(h, req, &err);
+	const char *spec = a ? req_string(req, "device", &err) : NULL;
+	if (!spec)
+		return err;
+	tc_dev *d;
+	int r = tc_host_open_spare(h, spec, req_bool(req, "force"), &d);
+	if (!r)
+		r = tc_array_add_spare(a, d);
+	if (r)
+		return ctl_error(fail_errno(r), NULL);
+	return array_result(a, "added", json_object_new_string(spec));
+}
+
+/* "member": a spare or a faulty or retired member, by its device name. */
+static json_object *op_array_remove(tc_host *h, json_object *req)
+{
+	json_object *err = NULL;
+	tc_dev *a = req_array(h, req, &err);
+	const char *m = a ? req_string(req, "member", &err) : NULL;
+	if (!m)
+		return err;
+	int r = tc_array_remove(a, m);
+	if (r)
+		return ctl_error(-r, NULL);   /* the library's message names the device */
+	return array_result(a, "removed", json_object_new_string(m));
+}
+
+/* "slot": the member's slot number (or "member": its device); "device": the new one. */
+static json_object *op_array_replace(tc_host *h, json_object *req)
+{
+	json_object *err = NULL;
+	unsigned slot;
+	tc_dev *a = req_member(h, req, "slot", &slot, &err);
+	if (!a)
+		return err;
+	const char *spec = req_string(req, "device", &err);
+	if (!spec)
+		return err;
+	tc_dev *d;
+	int r = tc_host_open_spare(h, spec, req_bool(req, "force"), &d);
+	if (r)
+		return ctl_error(fail_errno(r), NULL);
+	r = tc_array_replace(a, slot, d);
+	if (r)
+		return ctl_error(fail_errno(r), NULL);
+	return array_result(a, "replacing_slot", u64(slot));
+}
+
+/* "repair": rewrite what differs. */
+static json_object *op_array_check(tc_host *h, json_object *req)
+{
+	json_object *err = NULL;
+	tc_dev *a = req_array(h, req, &err);
+	if (!a)
+		return err;
+	int r = tc_array_check(a, req_bool(req, "repair"));
+	if (r)
+		return ctl_error(fail_errno(r), NULL);
+	return array_result(a, NULL, NULL);
+}
+
+/* A rate or priority of a request: 1 and *@out when given, 0 when not, -1 and *@err. */
+static int req_u64(json_object *req, const char *key, uint64_t max, uint64_t *out,
+		   json_object **err)
+{
+	json_object *v;
+	if (!json_object_object_get_ex(req, key, &v))
+		return 0;
+	if (!json_object_is_type(v, json_type_int) || json_object_get_int64(v) < 0 ||
+	    json_object_get_uint64(v) > max) {
+		char msg[256];
+		snprintf(msg, sizeof(msg), "%s %s: not a number 0..%llu", key,
+			 json_object_to_json_string(v), (unsigned long long)max);
+		*err = ctl_error(EINVAL, msg);
+		return -1;
+	}
+	*out = json_object_get_uint64(v);
+	return 1;
+}
+
+/* "min_rate", "max_rate" (bytes/s per member), "priority" (0..100): those given change. */
+static json_object *op_array_set_rebuild(tc_host *h, json_object *req)
+{
+	json_object *err = NULL;
+	tc_dev *a = req_array(h, req, &err);
+	if (!a)
+		return err;
+	struct tc_array_status *st = malloc(sizeof(*st));
+	if (!st)
+		return ctl_error(ENOMEM, NULL);
+	tc_array_status(a, st);
+	struct tc_array_rebuild_opts o = st->rebuild;
+	free(st);
+	uint64_t v;
+	int r;
+	if ((r = req_u64(req, "min_rate", UINT64_MAX, &v, &err)) < 0)
+		return err;
+	if (r)
+		o.min_rate = v;
+	if ((r = req_u64(req, "max_rate", UINT64_MAX, &v, &err)) < 0)
+		return err;
+	if (r)
+		o.max_rate = v;
+	if ((r = req_u64(req, "priority", 100, &v, &err)) < 0)
+		return err;
+	if (r)
+		o.priority = (unsigned)v;
+	r = tc_array_set_rebuild(a, &o);
+	if (r)
+		return ctl_error(fail_errno(r), NULL);
+	return array_result(a, NULL, NULL);
 }
 
 /* ---- fault injection (servers started with --testing) ------------------------------- */
@@ -601,12 +1199,30 @@ json_object *ctl_execute(tc_host *h, json_object *req, tc_progress_fn fn, void *
 		resp = op_stats(h, req);
 	else if (!strcmp(op, "set"))
 		resp = op_set(h, req, fn, opaque);
+	else if (!strcmp(op, "cache_set"))
+		resp = op_cache_set(h, req);
 	else if (!strcmp(op, "flush"))
 		resp = op_flush(h, req, fn, opaque);
+	else if (!strcmp(op, "invalidate"))
+		resp = op_invalidate(h, req);
 	else if (!strcmp(op, "detach"))
 		resp = op_detach(h, req, fn, opaque);
 	else if (!strcmp(op, "attach"))
 		resp = op_attach(h, req);
+	else if (!strcmp(op, "array_status"))
+		resp = op_array_status(h, req);
+	else if (!strcmp(op, "array_fail"))
+		resp = op_array_fail(h, req);
+	else if (!strcmp(op, "array_add_spare"))
+		resp = op_array_add_spare(h, req);
+	else if (!strcmp(op, "array_remove"))
+		resp = op_array_remove(h, req);
+	else if (!strcmp(op, "array_replace"))
+		resp = op_array_replace(h, req);
+	else if (!strcmp(op, "array_check"))
+		resp = op_array_check(h, req);
+	else if (!strcmp(op, "array_set_rebuild"))
+		resp = op_array_set_rebuild(h, req);
 	else if (!strcmp(op, "fault"))
 		resp = op_fault(h, req);
 	else if (!strcmp(op, "heal"))

@@ -34,6 +34,15 @@ json_object *ctl_settings_json(const struct tc_volume_settings *s)
 	json_object_object_add(o, "nhit", json_object_new_uint64(s->nhit));
 	json_object_object_add(o, "fill", json_object_new_string(tc_fill_name(s->fill)));
 	json_object_object_add(o, "seq_cutoff", json_object_new_uint64(s->seq_cutoff));
+	/* Partition shares: bytes, or a percentage of the cache; 0 = none. */
+	bool rp = s->reserve & TC_SHARE_PCT, cp = s->cap & TC_SHARE_PCT;
+	json_object_object_add(o, "reserve_bytes", json_object_new_uint64(rp ? 0 : s->reserve));
+	json_object_object_add(o, "reserve_pct",
+			       json_object_new_uint64(rp ? s->reserve & ~TC_SHARE_PCT : 0));
+	json_object_object_add(o, "cap_bytes", json_object_new_uint64(cp ? 0 : s->cap));
+	json_object_object_add(o, "cap_pct",
+			       json_object_new_uint64(cp ? s->cap & ~TC_SHARE_PCT : 0));
+	json_object_object_add(o, "priority", json_object_new_string(tc_prio_name(s->priority)));
 	return o;
 }
 
@@ -64,6 +73,8 @@ int ctl_settings_apply(json_object *obj, struct tc_volume_settings *s, char *why
 			s->nhit = (uint32_t)json_object_get_int64(val);
 		} else if (!strcmp(key, "fill") && str && (v = tc_fill_parse(str)) >= 0) {
 			s->fill = (uint8_t)v;
+		} else if (!strcmp(key, "priority") && str && (v = tc_prio_parse(str)) >= 0) {
+			s->priority = (uint8_t)v;
 		} else if (!strcmp(key, "seq_cutoff") && json_object_is_type(val, json_type_int) &&
 			   json_object_get_int64(val) >= 0) {
 			uint64_t n = json_object_get_uint64(val);
@@ -74,6 +85,22 @@ int ctl_settings_apply(json_object *obj, struct tc_volume_settings *s, char *why
 				return -EINVAL;
 			}
 			s->seq_cutoff = n;
+		} else if ((!strcmp(key, "reserve_bytes") || !strcmp(key, "cap_bytes") ||
+			    !strcmp(key, "reserve_pct") || !strcmp(key, "cap_pct")) &&
+			   json_object_is_type(val, json_type_int) &&
+			   json_object_get_int64(val) >= 0) {
+			/* The library checks the values (multiple of 4 KiB, at most 100 %). */
+			uint64_t n = json_object_get_uint64(val);
+			bool pct = strstr(key, "_pct") != NULL;   /* 0 of either clears it */
+			if (pct && n > 100) {
+				snprintf(why, len, "settings: %s %" PRIu64 " is above 100", key, n);
+				return -EINVAL;
+			}
+			uint64_t v64 = pct && n ? n | TC_SHARE_PCT : n;
+			if (!strncmp(key, "reserve", 7))
+				s->reserve = v64;
+			else
+				s->cap = v64;
 		} else {
 			snprintf(why, len, "settings: key \"%s\" with value %s is not a setting "
 				 "or out of range", key,

@@ -65,6 +65,15 @@ int tc_dev_init(struct tc_dev *dev, const struct tc_dev_ops *ops, tc_ctx *ctx,
 	atomic_init(&dev->n_bytes_read, 0);
 	atomic_init(&dev->n_bytes_written, 0);
 	atomic_init(&dev->n_errors, 0);
+	pthread_mutex_init(&dev->q_lock, NULL);
+	dev->qd_limit = 0;
+	dev->q_inflight = dev->q_passed = 0;
+	dev->q_seq = 0;
+	dev->q_last_high = 0;
+	dev->q_high_seen = false;
+	memset(dev->q_head, 0, sizeof(dev->q_head));
+	memset(dev->q_tail, 0, sizeof(dev->q_tail));
+	memset(&dev->q_st, 0, sizeof(dev->q_st));
 	return 0;
 }
 
@@ -77,6 +86,7 @@ void tc_dev_fini(struct tc_dev *dev)
 		w = next;
 	}
 	dev->watchers = NULL;
+	pthread_mutex_destroy(&dev->q_lock);
 	pthread_mutex_destroy(&dev->notify_lock);
 	pthread_mutex_destroy(&dev->watch_lock);
 	free(dev->name);
@@ -198,7 +208,10 @@ void tc_dev_stats(tc_dev *dev, struct tc_dev_stats *st)
  * Completion.
  */
 
-void tc_dev_complete(struct tc_dev *dev, struct tc_io *io, int result)
+static void dev_release(struct tc_dev *dev, const struct tc_io *io);
+
+/* Count and call done: what every completion does, dispatched or refused. */
+static void dev_finish(struct tc_dev *dev, struct tc_io *io, int result)
 {
 	/* Read everything needed before done(): it may free or reuse @io. */
 	tc_io_done_fn done = io->done;
@@ -210,6 +223,13 @@ void tc_dev_complete(struct tc_dev *dev, struct tc_io *io, int result)
 	else if (io->op == TC_OP_WRITE)
 		atomic_fetch_add(&dev->n_bytes_written, io->length);
 	done(io, result);
+}
+
+void tc_dev_complete(struct tc_dev *dev, struct tc_io *io, int result)
+{
+	if (dev->qd_limit)
+		dev_release(dev, io);   /* before done(): @io may be gone after it */
+	dev_finish(dev, io, result);
 }
 
 static struct tc_io *io_of_work(struct tc_work *w)
@@ -225,6 +245,26 @@ static void dev_complete_work(struct tc_work *w)
 	tc_dev_complete(dev, io, (int)(int64_t)io->internal[2]);
 }
 
+/* A request refused in tc_dev_submit() never reached the backend: it holds no
+ * dispatch slot, so it completes without releasing one. */
+static void dev_refuse_work(struct tc_work *w)
+{
+	struct tc_io *io = io_of_work(w);
+	struct tc_dev *dev = (struct tc_dev *)(uintptr_t)io->internal[3];
+
+	dev_finish(dev, io, (int)(int64_t)io->internal[2]);
+}
+
+static void dev_refuse(struct tc_dev *dev, struct tc_io *io, int result)
+{
+	struct tc_work *w = (struct tc_work *)(void *)io->internal;
+
+	io->internal[2] = (uint64_t)(int64_t)result;
+	io->internal[3] = (uint64_t)(uintptr_t)dev;
+	w->fn = dev_refuse_work;
+	tc_ctx_defer(dev->ctx, w);
+}
+
 void tc_dev_complete_later(struct tc_dev *dev, struct tc_io *io, int result)
 {
 	struct tc_work *w = (struct tc_work *)(void *)io->internal;
@@ -233,6 +273,232 @@ void tc_dev_complete_later(struct tc_dev *dev, struct tc_io *io, int result)
 	io->internal[3] = (uint64_t)(uintptr_t)dev;
 	w->fn = dev_complete_work;
 	tc_ctx_defer(dev->ctx, w);
+}
+
+/* ------------------------------------------------------------------------------------
+ * Dispatch: the dispatch limit and the priority queues.
+ *
+ * A backend with a queue of its own (the emulated SSD's slots and link, the emulated
+ * disk's NCQ) serves what it holds in its own order, blind to who is waiting.  So a
+ * backend that sets a dispatch limit at open (tc_dev_set_dispatch_limit: its queue
+ * depth) never holds more than that: a request beyond it waits here, in the FIFO of
+ * its class (enum tc_prio), and each completion hands the backend the next one:
+ *
+ *   tc_dev_submit --> [ in flight < depth for its class ? ] --yes--> backend
+ *                            | no
+ *                            v
+ *        HIGH  FIFO  ->-+
+ *        NORMAL FIFO ->-+--> dev_pick() at each completion --> backend
+ *        BULK  FIFO  ->-+
+ *
+ * dev_pick() takes the head of the highest class that has one, with a starvation
+ * bound after Linux's mq-deadline (block/mq-deadline.c: reads are preferred, but
+ * after writes_starved batches that passed a waiting write, a write goes): after
+ * TC_DEV_STARVE_LIMIT dispatches in a row that went ahead of a waiting request of a
+ * lower class, the oldest waiting request of the lower classes goes.  A request at the
+ * head of its FIFO therefore waits at most (TC_DEV_STARVE_LIMIT + 1) dispatches times
+ * the number of older heads below the top class.
+ *
+ * Anticipation (after BFQ's idling for a latency-sensitive queue, Valente & Checconi,
+ * IEEE Trans. Computers 59(9), 2010, and the anticipatory scheduler of Iyer &
+ * Druschel, SOSP 2001): a QD1 latency-critical client has nothing queued between one
+ * request and the next, and a depth filled with bulk in that instant makes its next
+ * request wait behind all of it.  So while HIGH requests are active on the device
+ * (one queued, in flight, or completed less than TC_DEV_HIGH_WINDOW_NS ago), the
+ * lower classes together may use only TC_DEV_LOW_DEPTH_HIGH of the depth; HIGH may
+ * use all of it.  Without HIGH traffic the whole depth is theirs.
+ *
+ * While a request waits here its internal[] is the device layer's:
+ *   [0] next in its FIFO   [1] arrival number   [2] arrival time (ns)
+ * The backend gets it with internal[] to use as it likes.
+ */
+
+static const uint8_t prio_order[TC_PRIO_COUNT] = { TC_PRIO_HIGH, TC_PRIO_NORMAL,
+						    TC_PRIO_BULK };
+
+void tc_dev_set_dispatch_limit(struct tc_dev *dev, uint32_t depth)
+{
+	dev->qd_limit = depth;
+	dev->q_st.limit = depth;
+}
+
+/* Whether HIGH traffic is active at @now; under q_lock. */
+static bool dev_high_active(const struct tc_dev *dev, uint64_t now)
+{
+	if (dev->q_head[TC_PRIO_HIGH] || dev->q_inflight_high)
+		return true;
+	return dev->q_high_seen && now - dev->q_last_high < TC_DEV_HIGH_WINDOW_NS;
+}
+
+/* The in-flight requests of @prio's class may rise by one at @now; under q_lock. */
+static bool dev_room(const struct tc_dev *dev, uint8_t prio, uint64_t now)
+{
+	if (dev->q_inflight >= dev->qd_limit)
+		return false;
+	if (prio == TC_PRIO_HIGH)
+		return true;
+	uint32_t low = dev->q_inflight - dev->q_inflight_high;
+	uint32_t cap = dev->qd_limit < TC_DEV_LOW_DEPTH_HIGH ? dev->qd_limit :
+		       TC_DEV_LOW_DEPTH_HIGH;
+	return low < cap || !dev_high_active(dev, now);
+}
+
+static void dev_count_dispatch(struct tc_dev *dev, const struct tc_io *io, uint64_t now)
+{
+	dev->q_inflight++;
+	if (io->prio == TC_PRIO_HIGH) {
+		dev->q_inflight_high++;
+		dev->q_last_high = now;
+		dev->q_high_seen = true;
+	}
+}
+
+/* Admit @io to the backend now (true), or hold it in its FIFO (false). */
+static bool dev_admit(struct tc_dev *dev, struct tc_io *io)
+{
+	uint64_t now = tc_ctx_now(dev->ctx);
+	uint8_t p = io->prio;
+	bool go;
+
+	pthread_mutex_lock(&dev->q_lock);
+	/* Nothing overtakes a waiting request of its own class or a higher one. */
+	go = dev_room(dev, p, now);
+	int i = 0;
+	for (; prio_order[i] != p; i++)
+		if (dev->q_head[prio_order[i]])
+			go = false;
+	if (dev->q_head[p])
+		go = false;
+	bool lower_waits = false;
+	for (i++; i < TC_PRIO_COUNT; i++)
+		if (dev->q_head[prio_order[i]])
+			lower_waits = true;
+	/* Going ahead of a waiting lower class counts toward the bound; at the bound the
+	 * newcomer waits, and the next completion takes the starved request. */
+	if (go && lower_waits) {
+		if (dev->q_passed >= TC_DEV_STARVE_LIMIT)
+			go = false;
+		else
+			dev->q_passed++;
+	}
+	if (go) {
+		dev_count_dispatch(dev, io, now);
+	} else {
+		io->internal[0] = 0;
+		io->internal[1] = dev->q_seq++;
+		io->internal[2] = now;
+		if (dev->q_tail[p])
+			dev->q_tail[p]->internal[0] = (uint64_t)(uintptr_t)io;
+		else
+			dev->q_head[p] = io;
+		dev->q_tail[p] = io;
+		dev->q_st.held[p]++;
+		dev->q_st.queued[p]++;
+	}
+	pthread_mutex_unlock(&dev->q_lock);
+	return go;
+}
+
+/* Unlink the head of @p's FIFO; under q_lock. */
+static struct tc_io *dev_unlink(struct tc_dev *dev, uint8_t p, uint64_t now)
+{
+	struct tc_io *io = dev->q_head[p];
+
+	dev->q_head[p] = (struct tc_io *)(uintptr_t)io->internal[0];
+	if (!dev->q_head[p])
+		dev->q_tail[p] = NULL;
+	dev->q_st.held[p]--;
+	uint64_t w = now - io->internal[2];
+	dev->q_st.wait_ns[p] += w;
+	if (w > dev->q_st.max_wait_ns[p])
+		dev->q_st.max_wait_ns[p] = w;
+	return io;
+}
+
+/*
+ * The next held request to dispatch at @now, unlinked, or NULL when none may go (none
+ * held, or no room for any class that has one); under q_lock.
+ */
+static struct tc_io *dev_pick(struct tc_dev *dev, uint64_t now)
+{
+	int top = -1;
+
+	for (int i = 0; i < TC_PRIO_COUNT; i++)
+		if (dev->q_head[prio_order[i]]) {
+			top = i;
+			break;
+		}
+	if (top < 0)
+		return NULL;
+	/* The oldest head below the top class: the one the bound protects. */
+	int old = -1;
+	for (int i = top + 1; i < TC_PRIO_COUNT; i++) {
+		struct tc_io *h = dev->q_head[prio_order[i]];
+		if (h && (old < 0 || h->internal[1] < dev->q_head[prio_order[old]]->internal[1]))
+			old = i;
+	}
+	if (old >= 0 && dev->q_passed >= TC_DEV_STARVE_LIMIT &&
+	    dev_room(dev, prio_order[old], now)) {
+		dev->q_passed = 0;
+		dev->q_st.starved++;
+		return dev_unlink(dev, prio_order[old], now);
+	}
+	if (dev_room(dev, prio_order[top], now)) {
+		dev->q_passed = old >= 0 ? dev->q_passed + 1 : 0;
+		return dev_unlink(dev, prio_order[top], now);
+	}
+	/* The top class has no room (lower classes at their depth while HIGH is active):
+	 * nothing below it goes either, except by the bound above. */
+	return NULL;
+}
+
+/* @io left the backend: free its slot and dispatch what may go now.  The dispatches
+ * run outside q_lock (a backend may complete on this thread later, never inside its
+ * submit). */
+static void dev_release(struct tc_dev *dev, const struct tc_io *io)
+{
+	uint64_t now = tc_ctx_now(dev->ctx);
+	struct tc_io *go[8];
+	unsigned n;
+
+	pthread_mutex_lock(&dev->q_lock);
+	dev->q_inflight--;
+	if (io->prio == TC_PRIO_HIGH) {
+		dev->q_inflight_high--;
+		dev->q_last_high = now;
+	}
+	do {
+		n = 0;
+		struct tc_io *next;
+		while (n < 8 && (next = dev_pick(dev, now))) {
+			dev_count_dispatch(dev, next, now);
+			go[n++] = next;
+		}
+		pthread_mutex_unlock(&dev->q_lock);
+		for (unsigned i = 0; i < n; i++)
+			dev->ops->submit(dev, go[i]);
+		if (n < 8)
+			return;
+		pthread_mutex_lock(&dev->q_lock);
+	} while (1);
+}
+
+void tc_dev_queue_stats(struct tc_dev *dev, struct tc_dev_queue_stats *out)
+{
+	pthread_mutex_lock(&dev->q_lock);
+	*out = dev->q_st;
+	out->inflight = dev->q_inflight;
+	pthread_mutex_unlock(&dev->q_lock);
+}
+
+bool tc_dev_high_waiting(struct tc_dev *dev)
+{
+	if (!dev->qd_limit)
+		return false;
+	pthread_mutex_lock(&dev->q_lock);
+	bool r = dev->q_head[TC_PRIO_HIGH] != NULL;
+	pthread_mutex_unlock(&dev->q_lock);
+	return r;
 }
 
 /* ------------------------------------------------------------------------------------
@@ -259,6 +525,11 @@ static int dev_check(struct tc_dev *dev, const struct tc_io *io)
 
 	if (io->op > TC_OP_WRITE_ZEROES) {
 		tc_err(dev->ctx, "device %s: unknown op %u", dev->name, io->op);
+		return -EINVAL;
+	}
+	if (io->prio >= TC_PRIO_COUNT) {
+		tc_err(dev->ctx, "device %s: %s with unknown priority %u", dev->name,
+		       op_name(io->op), io->prio);
 		return -EINVAL;
 	}
 	if (io->op == TC_OP_FLUSH)
@@ -297,7 +568,7 @@ void tc_dev_submit(tc_dev *dev, struct tc_io *io)
 	int ret = dev_check(dev, io);
 
 	if (ret < 0) {
-		tc_dev_complete_later(dev, io, ret);
+		dev_refuse(dev, io, ret);
 		return;
 	}
 	switch (io->op) {
@@ -307,6 +578,8 @@ void tc_dev_submit(tc_dev *dev, struct tc_io *io)
 	case TC_OP_DISCARD: atomic_fetch_add(&dev->n_discards, 1); break;
 	case TC_OP_WRITE_ZEROES: atomic_fetch_add(&dev->n_write_zeroes, 1); break;
 	}
+	if (dev->qd_limit && !dev_admit(dev, io))
+		return;                 /* held: dev_release() dispatches it */
 	dev->ops->submit(dev, io);
 }
 
@@ -453,4 +726,22 @@ int tc_dev_lock_fd(tc_ctx *ctx, int fd, const char *path, unsigned flags)
 	}
 	tc_err(ctx, "device %s: cannot lock: %s", path, strerror(-r));
 	return r;
+}
+
+int tc_dev_set_dirty_owner(tc_dev *dev, const char *owner)
+{
+	return dev->ops->set_dirty_owner ? dev->ops->set_dirty_owner(dev, owner) : 0;
+}
+
+void tc_dev_dirty_owner(tc_dev *dev, char *buf, size_t len)
+{
+	if (len)
+		buf[0] = 0;
+	if (dev->ops->dirty_owner && len)
+		dev->ops->dirty_owner(dev, buf, len);
+}
+
+const char *tc_dev_remote_id(tc_dev *dev)
+{
+	return dev->ops->remote_id ? dev->ops->remote_id(dev) : NULL;
 }

@@ -398,24 +398,16 @@ too_long:
  * Returns 0, -ENOENT (no such file), -EINVAL (syntax, unknown key or section, a bad or
  * missing value: the message names the file, line and key), or -errno of fopen.
  */
-static int emu_profile_load(tc_ctx *ctx, const char *profile, struct emu_profile *prof)
+/* emu_profile_read - parse and check the profile text of @f (named @path in messages)
+ * into @prof: the part of emu_profile_load() after the file is open.  0 or -EINVAL. */
+static int emu_profile_read(tc_ctx *ctx, FILE *f, const char *path,
+			    struct emu_profile *prof)
 {
-	char path[4096];
-	struct emu_parse p = { .ctx = ctx, .path = path, .prof = prof };
+	struct emu_parse p = { .ctx = ctx, .path = path, .f = f, .prof = prof };
 	int ret;
 
 	memset(prof, 0, sizeof(*prof));
-	ret = emu_profile_path(ctx, profile, path, sizeof(path));
-	if (ret < 0)
-		return ret;
-	p.f = fopen(path, "re");
-	if (!p.f) {
-		ret = -errno;
-		tc_err(ctx, "emulated device: profile %s: %s", path, strerror(errno));
-		return ret;
-	}
 	ret = ini_parse_stream(emu_ini_line, &p, emu_ini_key, &p);
-	fclose(p.f);
 	if (p.err)
 		return p.err;
 	if (ret != 0) {
@@ -424,6 +416,33 @@ static int emu_profile_load(tc_ctx *ctx, const char *profile, struct emu_profile
 		return -EINVAL;
 	}
 	return emu_profile_check(&p);
+}
+
+static int emu_profile_load(tc_ctx *ctx, const char *profile, struct emu_profile *prof)
+{
+	char path[4096];
+	int ret;
+
+	memset(prof, 0, sizeof(*prof));
+	ret = emu_profile_path(ctx, profile, path, sizeof(path));
+	if (ret < 0)
+		return ret;
+	FILE *f = fopen(path, "re");
+	if (!f) {
+		ret = -errno;
+		tc_err(ctx, "emulated device: profile %s: %s", path, strerror(errno));
+		return ret;
+	}
+	ret = emu_profile_read(ctx, f, path, prof);
+	fclose(f);
+	return ret;
+}
+
+int tc_emu_profile_parse(tc_ctx *ctx, FILE *f, const char *name)
+{
+	struct emu_profile prof;
+
+	return emu_profile_read(ctx, f, name, &prof);
 }
 
 /* ------------------------------------------------------------------------------------
@@ -551,6 +570,12 @@ int tc_dev_new_emu(tc_ctx *ctx, const char *profile, const char *path, unsigned 
 	pthread_condattr_destroy(&attr);
 	edev->timer.fn = emu_timer_fn;
 	edev->late_ns = EMU_LATE_INIT_NS;
+	/* The device holds no more than its own queue: the SSD's parallel slots, the
+	 * disk's NCQ depth.  Beyond that, requests wait in the device layer's priority
+	 * queues (dev.c, "Dispatch"), which know their classes; the model's own queue
+	 * would serve them in arrival order. */
+	tc_dev_set_dispatch_limit(&edev->dev, (uint32_t)(prof.type == EMU_SSD ?
+						   prof.parallelism : prof.ncq_depth));
 	if (!tc_ctx_deterministic(ctx)) {
 		ret = pthread_create(&edev->thread, NULL, emu_thread_main, edev);
 		if (ret) {
@@ -677,20 +702,34 @@ static struct tc_io *hdd_pick(struct emu_dev *edev, uint64_t t)
 	uint64_t best_pos = UINT64_MAX;
 	uint64_t n = 0;
 
+	bool high = false;
+
 	if (best->op == TC_OP_FLUSH || t - best->internal[1] >= edev->prof.max_wait_ns)
 		goto unlink;
+	/* NCQ priority (SATA ACS-4, "NCQ priority"; Linux sets it for I/O of the RT
+	 * class): a high-priority command among the candidates is served before the
+	 * others; SPTF chooses among the high-priority ones. */
+	for (io = edev->pending; io && n < edev->prof.ncq_depth; io = req_next(io), n++) {
+		if (io->op == TC_OP_FLUSH || io->internal[1] > t)
+			break;
+		if (io->prio == TC_PRIO_HIGH)
+			high = true;
+	}
+	n = 0;
 	for (io = edev->pending; io && n < edev->prof.ncq_depth; prev = io, io = req_next(io)) {
 		uint64_t pos;
 
 		if (io->op == TC_OP_FLUSH || io->internal[1] > t)
 			break;
+		n++;
+		if (high && io->prio != TC_PRIO_HIGH)
+			continue;
 		pos = hdd_position_ns(edev, io, t);
 		if (pos < best_pos) {
 			best_pos = pos;
 			best = io;
 			best_prev = prev;
 		}
-		n++;
 	}
 unlink:
 	if (best_prev) {

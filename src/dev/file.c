@@ -18,6 +18,19 @@
  * with whatever else is queued right after the next completion, which comes within one
  * device latency.  Otherwise the submitter calls io_uring_enter() itself, at once.
  *
+ * Completion on the waiting thread.  Most requests come from a thread that will block
+ * for them at once: a server thread serving a hit calls tc_volume_io(), which submits
+ * and then sleeps on its waiter.  Through the shared ring that cost two hand-offs per
+ * request (the completion thread wakes on the CQE, then wakes the server thread), and
+ * the futex wait and wake were a quarter of the server's CPU.  So a read or write
+ * submitted while its thread is armed (ctx.h, tc_thread_armed: between tc_waiter_init
+ * and tc_waiter_wait) goes onto a small ring of that thread's own, and the thread's
+ * waiter reaps it (io_uring_wait_cqe on a ring it owns) and runs the completion
+ * itself: the thread sleeps in the kernel until the device answers, as a plain pread
+ * would, and nobody else is woken.  Everything else (work items and timers on the
+ * context's worker, the cleaner, requests a completion callback starts, flushes,
+ * discards) takes the shared ring as before.
+ *
  * Requests map onto IORING_OP_READV/WRITEV with the caller's iovecs (FUA as RWF_DSYNC),
  * FSYNC with IORING_FSYNC_DATASYNC, and FALLOCATE (punch hole for DISCARD, zero range
  * for WRITE_ZEROES).  Short transfers are resubmitted for the remainder.
@@ -56,6 +69,7 @@
 #define FILE_ZERO_CHUNK (1u << 20)      /* write-zeroes fallback buffer */
 #define FILE_BUSY_WAIT_US 100           /* ring busy: wait this long, retry */
 #define FILE_DEFER_MIN 4                /* in the kernel: later requests wait for a batch */
+#define FILE_LOCAL_DEPTH 32             /* a thread's own ring: requests in flight */
 
 struct file_dev {
 	struct tc_dev dev;              /* first: tc_dev * and file_dev * convert */
@@ -77,6 +91,30 @@ struct file_dev {
 };
 
 static const struct tc_dev_ops file_ops;
+
+/*
+ * A thread's own ring (see "Completion on the waiting thread" at the top of the file):
+ * one per thread that submits reads and writes while it is about to wait for them,
+ * shared by every file device (an SQE names its file descriptor).  Only this thread
+ * submits to it and reaps it.  @slots maps a CQE's user_data to the request and its
+ * device; @free_slot heads the free list through @slots[].next.
+ */
+struct file_local_ring {
+	struct io_uring ring;
+	unsigned in_flight;
+	bool unsubmitted;               /* a submit failed: SQEs wait in the ring */
+	int free_slot;
+	struct {
+		struct tc_io *io;
+		struct file_dev *fdev;
+		int next;
+	} slots[FILE_LOCAL_DEPTH];
+};
+
+static pthread_once_t file_local_once = PTHREAD_ONCE_INIT;
+static pthread_key_t file_local_key;            /* destructor: the ring at thread exit */
+static __thread struct file_local_ring *file_local;
+static __thread bool file_local_failed;         /* setup failed once: do not retry */
 
 /*
  * The device whose completion thread is running on this thread, while it runs a batch
@@ -471,22 +509,19 @@ static void file_ring_submit(struct file_dev *fdev)
 		       strerror(-ret));
 }
 
-/* Put @io (or what is left of it) on the ring. */
-static void file_queue(struct file_dev *fdev, struct tc_io *io)
+/* Fill @sqe for @io (or what is left of it); the caller sets its user_data. */
+static void file_prep(struct file_dev *fdev, struct tc_io *io, struct io_uring_sqe *sqe)
 {
 	uint64_t done = io->internal[0];
 	uint8_t *bounce = (uint8_t *)(uintptr_t)io->internal[1];
 	const struct iovec *iov = io->iov;
 	int iovcnt = io->iovcnt;
-	struct io_uring_sqe *sqe;
 	off_t off = (off_t)(io->offset + done);
 
 	if (io->internal[2]) {
 		iov = (const struct iovec *)(uintptr_t)io->internal[2];
 		iovcnt = (int)io->internal[3];
 	}
-	pthread_mutex_lock(&fdev->sq_lock);
-	sqe = file_get_sqe(fdev);
 	switch (io->op) {
 	case TC_OP_READ:
 		if (bounce)
@@ -516,10 +551,27 @@ static void file_queue(struct file_dev *fdev, struct tc_io *io)
 					off, (off_t)io->length);
 		break;
 	}
+}
+
+static bool file_local_queue(struct file_dev *fdev, struct tc_io *io);
+
+/* Put @io (or what is left of it) on this thread's ring or the shared one. */
+static void file_queue(struct file_dev *fdev, struct tc_io *io)
+{
+	struct io_uring_sqe *sqe;
+
+	if (file_local_queue(fdev, io))
+		return;
+	pthread_mutex_lock(&fdev->sq_lock);
+	sqe = file_get_sqe(fdev);
+	file_prep(fdev, io, sqe);
 	io_uring_sqe_set_data(sqe, io);
-	atomic_fetch_add_explicit(&fdev->n_queued, 1, memory_order_release);
+	/* Before the release: the completion thread's acquire of n_queued is what tells
+	 * ThreadSanitizer that @io is not touched here after it may complete (and be
+	 * freed); the kernel's own ordering through the ring is invisible to it. */
 	if (file_slow_op(io->op))
 		atomic_fetch_add(&fdev->slow, 1);
+	atomic_fetch_add_explicit(&fdev->n_queued, 1, memory_order_release);
 	/* Deferred (see the top of the file): a CQE still to reap means the completion
 	 * thread takes sq_lock after reaping it, so it sees this SQE. */
 	if (file_batching != fdev &&
@@ -631,6 +683,149 @@ static void *file_cq_main(void *arg)
 		pthread_mutex_unlock(&fdev->sq_lock);
 	}
 	return NULL;
+}
+
+/* ------------------------------------------------------------------------------------
+ * Threaded submit path: a thread's own ring.
+ */
+
+static unsigned file_local_in_flight(void)
+{
+	return file_local ? file_local->in_flight : 0;
+}
+
+/* Wait for at least one CQE of this thread's ring, then complete everything reaped.
+ * Each CQE is marked seen and its slot freed before its callback runs, so a callback
+ * that waits again (and reaps here, reentrantly) finds the ring consistent. */
+static void file_local_reap(void)
+{
+	struct file_local_ring *lr = file_local;
+	struct io_uring_cqe *cqe;
+	int ret;
+
+	if (lr->unsubmitted) {
+		/* Submit what a failed io_uring_submit() left (the kernel took none of it). */
+		ret = io_uring_submit_and_wait(&lr->ring, 1);
+		if (ret < 1) {
+			usleep(FILE_BUSY_WAIT_US);
+			return;         /* the waiter calls again */
+		}
+		lr->unsubmitted = false;
+	}
+	ret = io_uring_wait_cqe(&lr->ring, &cqe);
+	if (ret < 0)
+		return;                 /* -EINTR, -EAGAIN: the waiter calls again */
+	do {
+		int slot = (int)cqe->user_data;
+		struct tc_io *io = lr->slots[slot].io;
+		struct file_dev *fdev = lr->slots[slot].fdev;
+		int res = cqe->res;
+
+		io_uring_cqe_seen(&lr->ring, cqe);
+		lr->slots[slot].io = NULL;
+		lr->slots[slot].next = lr->free_slot;
+		lr->free_slot = slot;
+		lr->in_flight--;
+		file_ring_cqe(fdev, io, res);
+	} while (io_uring_peek_cqe(&lr->ring, &cqe) == 0);
+}
+
+static const struct tc_local_reaper file_local_reaper = {
+	.in_flight = file_local_in_flight,
+	.reap = file_local_reap,
+};
+
+static void file_local_free(void *arg)
+{
+	struct file_local_ring *lr = arg;
+
+	/* A thread exits only after its waits, which drained the ring. */
+	io_uring_queue_exit(&lr->ring);
+	free(lr);
+}
+
+static void file_local_key_init(void)
+{
+	if (pthread_key_create(&file_local_key, file_local_free))
+		file_local_failed = true;
+}
+
+/*
+ * This thread's ring, set up on first use.  SINGLE_ISSUER and DEFER_TASKRUN (Linux 6.1)
+ * say that only this thread touches it, so the kernel posts its completions when the
+ * thread waits for them instead of interrupting it; older kernels get a plain ring.
+ * NULL when no ring can be had (the shared ring serves then).
+ */
+static struct file_local_ring *file_local_get(void)
+{
+	struct file_local_ring *lr;
+	int ret;
+
+	if (file_local || file_local_failed)
+		return file_local;
+	pthread_once(&file_local_once, file_local_key_init);
+	lr = file_local_failed ? NULL : calloc(1, sizeof(*lr));
+	if (!lr) {
+		file_local_failed = true;
+		return NULL;
+	}
+	ret = io_uring_queue_init(FILE_LOCAL_DEPTH, &lr->ring,
+				  IORING_SETUP_SINGLE_ISSUER | IORING_SETUP_DEFER_TASKRUN);
+	if (ret == -EINVAL)
+		ret = io_uring_queue_init(FILE_LOCAL_DEPTH, &lr->ring, 0);
+	if (ret < 0 || pthread_setspecific(file_local_key, lr)) {
+		if (ret >= 0)
+			io_uring_queue_exit(&lr->ring);
+		free(lr);
+		file_local_failed = true;
+		return NULL;
+	}
+	for (int i = 0; i < FILE_LOCAL_DEPTH; i++)
+		lr->slots[i].next = i + 1 < FILE_LOCAL_DEPTH ? i + 1 : -1;
+	lr->free_slot = 0;
+	file_local = lr;
+	tc_thread_set_reaper(&file_local_reaper);
+	return lr;
+}
+
+/* Queue @io on this thread's ring and submit it.  False when @io must take the shared
+ * ring instead: not a read or write, the thread is not about to wait
+ * (tc_thread_armed), a completion thread's batch is running, or the ring is full or
+ * cannot be had.  A submission the kernel refuses stays queued (liburing has already
+ * published the SQE, so it cannot be taken back): the waiter submits it again when it
+ * reaps. */
+static bool file_local_queue(struct file_dev *fdev, struct tc_io *io)
+{
+	struct file_local_ring *lr;
+	struct io_uring_sqe *sqe;
+	int slot, ret;
+
+	if ((io->op != TC_OP_READ && io->op != TC_OP_WRITE) || !tc_thread_armed() ||
+	    file_batching)
+		return false;
+	lr = file_local_get();
+	if (!lr || lr->free_slot < 0)
+		return false;
+	sqe = io_uring_get_sqe(&lr->ring);
+	if (!sqe)
+		return false;
+	file_prep(fdev, io, sqe);
+	slot = lr->free_slot;
+	io_uring_sqe_set_data64(sqe, (uint64_t)slot);
+	while ((ret = io_uring_submit(&lr->ring)) == -EINTR || ret == -EAGAIN ||
+	       ret == -EBUSY)
+		usleep(FILE_BUSY_WAIT_US);
+	if (ret < 1) {
+		tc_warn(fdev->dev.ctx, "file %s: io_uring_submit on a thread's ring: %s "
+			"(submitted again when the thread waits)", fdev->dev.name,
+			strerror(ret < 0 ? -ret : EAGAIN));
+		lr->unsubmitted = true;
+	}
+	lr->free_slot = lr->slots[slot].next;
+	lr->slots[slot].io = io;
+	lr->slots[slot].fdev = fdev;
+	lr->in_flight++;
+	return true;
 }
 
 static void file_ring_submit_io(struct file_dev *fdev, struct tc_io *io)

@@ -223,6 +223,10 @@ static void *nbd_thread_main(void *arg)
 
 	while (!atomic_load(&ndev->stop)) {
 		struct pollfd p[2] = { { .fd = ndev->kick, .events = POLLIN } };
+		/* The handle can die inside a submitter's nbd_aio_* call (the send fails
+		 * there), and a dead handle has no direction to poll: look before waiting. */
+		if (!atomic_load(&ndev->dead) && nbd_gone(ndev))
+			nbd_mark_dead(ndev);
 		unsigned dir = atomic_load(&ndev->dead) ? 0 : nbd_aio_get_direction(ndev->h);
 		nfds_t n = 1;
 

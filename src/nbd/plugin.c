@@ -6,6 +6,7 @@
  *
  *   nbdkit [-U SOCKET] nbdkit-tiercache-plugin.so dev=SPEC [dev=SPEC ...]
  *          [control=PATH] [socket=SOCKET] [seed=N] [testing=1]
+ *          [http=[HOST:]PORT] [http_interval=SECONDS]
  *
  * `tiercache serve` builds this command line.  The library's threads start in .after_fork
  * (nbdkit may fork to the background after configuration, and threads do not survive a
@@ -18,18 +19,24 @@
  * layer and answers the test hooks of the control socket: fault, heal, power_cut.
  * Without it the devices are opened bare and those requests are refused, so a
  * production server can neither be made to fail nor killed through its socket.
+ *
+ * http=[HOST:]PORT (`tiercache serve --http`) also serves the read-only HTTP endpoint
+ * of src/ctl/ctl_http.c: Prometheus metrics and the status page, HOST 127.0.0.1 unless
+ * given; refused when the plugin was built without libmicrohttpd.
  */
 #define NBDKIT_API_VERSION 2
 #include <nbdkit-plugin.h>
 
 #include <errno.h>
 #include <inttypes.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
 #include "ctl.h"
+#include "ctl_http.h"
 #include "ctl_server.h"
 #include "tiercache.h"
 #include "tiercache-test.h"
@@ -43,6 +50,12 @@ static char *control_path;
 static char *nbd_socket;       /* removed at cleanup (nbdkit leaves it behind) */
 static uint64_t crash_seed = 1;
 static bool testing;
+static unsigned http_interval = 5;   /* s between samples of the status page's plots */
+#ifdef TC_HAVE_MICROHTTPD
+static char http_host[256];    /* http=: "" when not serving HTTP */
+static uint16_t http_port;
+static struct ctl_http *http;
+#endif
 static tc_ctx *ctx;
 static tc_host *host;
 static struct ctl_server *ctl;
@@ -92,9 +105,30 @@ static int tiercache_config(const char *key, const char *value)
 		if (b == -1)
 			return -1;
 		testing = b;
+	} else if (!strcmp(key, "http")) {
+#ifdef TC_HAVE_MICROHTTPD
+		char why[512];
+		if (ctl_parse_hostport("http", value, http_host, sizeof(http_host), &http_port,
+				       why, sizeof(why))) {
+			nbdkit_error("%s", why);
+			return -1;
+		}
+#else
+		nbdkit_error("http=%s: this plugin was built without libmicrohttpd, so it cannot "
+			     "serve HTTP (install libmicrohttpd-dev and rebuild)", value);
+		return -1;
+#endif
+	} else if (!strcmp(key, "http_interval")) {
+		if (nbdkit_parse_unsigned("http_interval", value, &http_interval) == -1)
+			return -1;
+		if (http_interval < 1 || http_interval > 3600) {
+			nbdkit_error("http_interval=%s: not a number of seconds from 1 to 3600",
+				     value);
+			return -1;
+		}
 	} else {
 		nbdkit_error("unknown parameter \"%s\" (expected dev=, control=, socket=, seed=, "
-			     "testing=)", key);
+			     "testing=, http=, http_interval=)", key);
 		return -1;
 	}
 	return 0;
@@ -115,7 +149,10 @@ static int tiercache_config_complete(void)
 	"control=PATH    control socket for the tiercache command\n" \
 	"socket=PATH     the NBD unix socket (-U), removed at shutdown\n" \
 	"seed=N          seed of crash: devices\n" \
-	"testing=1       allow fault injection and power cuts through the control socket"
+	"testing=1       allow fault injection and power cuts through the control socket\n" \
+	"http=[HOST:]PORT  serve metrics and a status page over HTTP (HOST 127.0.0.1 unless\n" \
+	"                given)\n" \
+	"http_interval=S seconds between samples of the status page's plots (default 5)"
 
 /* {"op":"power_cut"}: the debug hook of end-to-end power-loss tests.  Unflushed writes
  * of crash devices are applied in part, then the process dies at once, as in a power
@@ -174,11 +211,29 @@ static int tiercache_after_fork(void)
 			return start_failed();
 		}
 	}
+#ifdef TC_HAVE_MICROHTTPD
+	if (http_host[0]) {
+		r = ctl_http_start(host, http_host, http_port, http_interval, &http);
+		if (r) {
+			if (ctl)
+				ctl_server_stop(ctl);
+			ctl = NULL;
+			tc_host_close(host);
+			host = NULL;
+			return start_failed();
+		}
+		nbdkit_debug("http: serving on %s port %u", http_host, http_port);
+	}
+#endif
 	return 0;
 }
 
 static void tiercache_cleanup(void)
 {
+#ifdef TC_HAVE_MICROHTTPD
+	ctl_http_stop(http);
+	http = NULL;
+#endif
 	if (ctl)
 		ctl_server_stop(ctl);
 	ctl = NULL;
@@ -264,10 +319,64 @@ static int always(void *handle)
 	return 1;
 }
 
+/*
+ * nbdkit hands a plugin buffers from malloc(), 16-byte aligned, and the cache device
+ * is O_DIRECT: an unaligned buffer would make the engine allocate a line-sized buffer
+ * per request, read into it and copy out.  Requests up to PLUGIN_ALIGNED_MAX go through
+ * an aligned buffer of the server thread's own instead (one copy, no allocation after
+ * the thread's first request); a buffer nbdkit happens to align is used as it is.
+ */
+#define PLUGIN_ALIGN 4096
+#define PLUGIN_ALIGNED_MAX (64u * 1024)
+
+static pthread_once_t aligned_once = PTHREAD_ONCE_INIT;
+static pthread_key_t aligned_key;       /* frees the thread's buffer at thread exit */
+static bool aligned_key_ok;
+
+static void aligned_key_init(void)
+{
+	aligned_key_ok = pthread_key_create(&aligned_key, free) == 0;
+}
+
+/* This thread's aligned buffer of PLUGIN_ALIGNED_MAX bytes, or NULL (none can be had:
+ * the request goes with nbdkit's buffer). */
+static void *aligned_buf(void)
+{
+	void *p;
+
+	pthread_once(&aligned_once, aligned_key_init);
+	if (!aligned_key_ok)
+		return NULL;
+	p = pthread_getspecific(aligned_key);
+	if (p)
+		return p;
+	if (posix_memalign(&p, PLUGIN_ALIGN, PLUGIN_ALIGNED_MAX))
+		return NULL;
+	if (pthread_setspecific(aligned_key, p)) {
+		free(p);
+		return NULL;
+	}
+	return p;
+}
+
 static int do_io(void *handle, enum tc_op op, unsigned flags, void *buf, uint32_t count,
 		 uint64_t offset)
 {
-	int r = tc_export_io(handle, op, flags, buf, count, offset);
+	void *io_buf = buf;
+	int r;
+
+	if ((op == TC_OP_READ || op == TC_OP_WRITE) && (uintptr_t)buf % PLUGIN_ALIGN &&
+	    count <= PLUGIN_ALIGNED_MAX && count % PLUGIN_ALIGN == 0) {
+		void *a = aligned_buf();
+		if (a) {
+			io_buf = a;
+			if (op == TC_OP_WRITE)
+				memcpy(a, buf, count);
+		}
+	}
+	r = tc_export_io(handle, op, flags, io_buf, count, offset);
+	if (io_buf != buf && op == TC_OP_READ && r == 0)
+		memcpy(buf, io_buf, count);
 	if (r < 0) {
 		nbdkit_set_error(-r);
 		return -1;
