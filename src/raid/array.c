@@ -416,6 +416,7 @@ int array_open(tc_ctx *ctx, const struct tc_array_opts *o, tc_dev **members, uns
 		if (l->fini)
 			l->fini(a);
 		array_sync_fini(a);
+		array_locks_free(a->locks);
 		pthread_mutex_destroy(&a->lock);
 		for (unsigned i = 0; i < n; i++)
 			free(a->m[i].disk);
@@ -969,6 +970,7 @@ static void array_close(struct tc_dev *dev)
 		tc_dev_close(a->gone[i]->dev);
 		free(a->gone[i]);
 	}
+	array_locks_free(a->locks);
 	pthread_mutex_destroy(&a->lock);
 	tc_dev_fini(dev);
 	free(a);

@@ -217,7 +217,8 @@ void array_locks_free(struct array_locks *t);
 /* The background pass's part of tc_array_status (spares, retired, sync). */
 void array_sync_status(struct tc_array *a, struct tc_array_status *st);
 
-/* array_sync_init / fini - the sync driver of @a (tc_dev_new_array, close). */
+/* array_sync_init / fini - the sync driver of @a (tc_dev_new_array, close); init also
+ * makes the stripe-lock table a->locks, which array_close frees after everything. */
 int array_sync_init(struct tc_array *a);
 void array_sync_fini(struct tc_array *a);
 /* array_sync_kick - start a rebuild pass when members are rebuilding and none runs. */

@@ -135,8 +135,9 @@ void array_sync_fini(struct tc_array *a)
 			tc_ctx_wait_until(a->dev.ctx, (const volatile bool *)&s->window_gone);
 		tc_ctx_timer_cancel(a->dev.ctx, &s->timer);
 	}
-	array_locks_free(a->locks);
-	a->locks = NULL;
+	/* The stripe-lock table stays: the close's member flushes run the context, and
+	 * a foreground write still in flight releases its lock when it completes
+	 * (array_close frees the table last). */
 	free(s);
 	a->sync = NULL;
 }

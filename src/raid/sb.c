@@ -1158,14 +1158,14 @@ int tc_array_assemble(tc_ctx *ctx, tc_dev **devs, unsigned n, unsigned flags,
 		bool is_old = !uuid_zero(R->slot[slot].old_uuid) &&
 			      !memcmp(R->slot[slot].old_uuid, s->member_uuid, 16);
 		if (memcmp(R->slot[slot].uuid, s->member_uuid, 16) && !is_old)
-			whyout = "it was replaced in that slot";
+			whyout = "replaced in that slot";
 		else if (s->events + 1 < R->events)
 			/* One behind is a superblock update interrupted between members
 			 * (mdadm's event_margin of 1, as the kernel allows): a member that
 			 * failed or was away is recorded faulty in the slot table too. */
 			whyout = "stale";
 		else if (R->slot[slot].state == TC_MEMBER_FAULTY)
-			whyout = "the array marked it faulty";
+			whyout = "marked faulty by the array";
 		if (!whyout && (is_old ? old_dev[slot] : slot_dev[slot])) {
 			tc_err(ctx, "array %s: devices %s and %s both hold slot %u with the same "
 			       "event count (copies of one device?)", R->name,

@@ -1545,11 +1545,15 @@ static void remove_files(struct run *r)
 
 static void free_run(struct run *r)
 {
-	/* After a failure the engine may be in any state: abandon, never wait. */
+	/* After a failure the engine may be in any state: abandon, never wait.  Nor are
+	 * the devices closed then: an array's close flushes its members, which runs the
+	 * context, whose queue can still hold work items of requests tc_cache_abandon
+	 * freed.  They are left open (the run's files are removed all the same). */
 	if (r->cache)
 		tc_cache_abandon(r->cache);
 	r->cache = NULL;
-	close_devices(r);
+	if (!r->rep.failed)
+		close_devices(r);
 	for (unsigned i = 0; i < MAX_INFLIGHT; i++)
 		free(r->reqs[i].buf);
 	free(r->vbuf);
