@@ -777,7 +777,10 @@ static void map_read_next(struct map_seg *s)
 {
 	struct tc_array *a = s->req->a;
 	unsigned best = UINT32_MAX, best_load = UINT32_MAX;
-	unsigned start = s->ext.ncopies > 1 ? atomic_fetch_add(&a->rr, 1) % s->ext.ncopies : 0;
+	/* Copies that may differ (not resynced since a crash): the first readable. */
+	bool first = atomic_load_explicit(&a->unsynced, memory_order_relaxed);
+	unsigned start = s->ext.ncopies > 1 && !first ?
+			 atomic_fetch_add(&a->rr, 1) % s->ext.ncopies : 0;
 
 	for (unsigned j = 0; j < s->ext.ncopies; j++) {
 		unsigned i = (start + j) % s->ext.ncopies;
@@ -790,6 +793,8 @@ static void map_read_next(struct map_seg *s)
 			best = i;
 			best_load = load;
 		}
+		if (first)
+			break;
 	}
 	if (best == UINT32_MAX) {
 		map_seg_end(s, -EIO);

@@ -17,8 +17,11 @@
  *
  * md logs P only (RAID 5).  RAID 6 here logs both partial parities, P's and Q's, in
  * one entry on the P member: Q is linear in the data as P is (Q = sum 2^j D_j), so
- * the same recovery recomputes both; with P's member lost nothing needs recovery (the
- * data are all there).  A full-stripe write logs a header alone (parity 0, no partial
+ * the same recovery recomputes both.  While P's member is lost the entry goes to Q's
+ * member instead (Q is then what a lost data chunk is rebuilt from); once P's slot
+ * is written again, the first update of a stripe that logged on Q wipes that older
+ * entry after its own is durable, so a stale one is never replayed.  With both
+ * parity members lost nothing needs recovery (the data are all there).  A full-stripe write logs a header alone (parity 0, no partial
  * parity), as md's PPL does: recovery recomputes that stripe's parity from its data.
  * Entries never span slots; a slot is reused once the update it
  * logged is durable (raid56.c writes protected updates FUA).  Per stripe only the
@@ -28,7 +31,14 @@
  * Header (little-endian):
  *   0 magic u32 "TCPL", 4 version u32, 8 uuid[16], 24 seq u64, 32 stripe u64,
  *   40 lo u32, 44 hi u32, 48 parity u32, 52 touched u32, 56 pp_csum u64,
- *   64 ws[32] u32, 192 we[32] u32, 320..4087 reserved (zero), 4088 XXH64 of 0..4087.
+ *   64 ws[32] u32, 192 we[32] u32, 320 in_pp u32, 324..4087 reserved (zero),
+ *   4088 XXH64 of 0..4087.
+ *
+ * A slot of in_pp (its member lost when the update was written, so the new data of
+ * its rows lives in the parity alone) has that new data left in the partial parity:
+ * recovery then gives the parity that makes those rows read back as the new data,
+ * where md's rule ("if a dirty disk of a stripe is lost, no PPL recovery") keeps a
+ * parity that a torn update leaves matching nothing.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -44,7 +54,8 @@
 
 #define PPL_OFF_WS 64u
 #define PPL_OFF_WE (PPL_OFF_WS + 4u * TC_ARRAY_MAX_MEMBERS)
-#define PPL_OFF_RESERVED (PPL_OFF_WE + 4u * TC_ARRAY_MAX_MEMBERS)
+#define PPL_OFF_IN_PP (PPL_OFF_WE + 4u * TC_ARRAY_MAX_MEMBERS)
+#define PPL_OFF_RESERVED (PPL_OFF_IN_PP + 4u)
 #define PPL_OFF_CSUM (RAID_PPL_HDR - 8u)
 
 #define put32 raid_put32
@@ -90,6 +101,7 @@ void raid_ppl_encode(const struct raid_ppl_entry *e, void *buf)
 		put32(b + PPL_OFF_WS + 4 * d, e->ws[d]);
 		put32(b + PPL_OFF_WE + 4 * d, e->we[d]);
 	}
+	put32(b + PPL_OFF_IN_PP, e->in_pp);
 	put64(b + PPL_OFF_CSUM, XXH64(b, PPL_OFF_CSUM, 0));
 }
 
@@ -121,6 +133,7 @@ enum raid_sb_status raid_ppl_decode(const void *buf, size_t len, const uint8_t *
 		e.ws[d] = get32(b + PPL_OFF_WS + 4 * d);
 		e.we[d] = get32(b + PPL_OFF_WE + 4 * d);
 	}
+	e.in_pp = get32(b + PPL_OFF_IN_PP);
 	if (memcmp(e.uuid, uuid, 16))
 		return refuse(RAID_SB_BAD_FIELD, why, whylen, "uuid is another array's");
 	if (e.seq == 0)
@@ -151,6 +164,10 @@ enum raid_sb_status raid_ppl_decode(const void *buf, size_t len, const uint8_t *
 		return refuse(RAID_SB_BAD_FIELD, why, whylen,
 			      "no partial parity (a full-stripe write) but rows %u..%u of slots "
 			      "0x%08x, not every chunk whole", e.lo, e.hi, e.touched);
+	if ((e.in_pp & ~e.touched) || (e.in_pp && !e.parity))
+		return refuse(RAID_SB_BAD_FIELD, why, whylen,
+			      "in_pp 0x%08x is not a set of the modified slots 0x%08x of an "
+			      "entry with partial parity", e.in_pp, e.touched);
 	if (!zero_bytes(b + PPL_OFF_RESERVED, PPL_OFF_CSUM - PPL_OFF_RESERVED))
 		return refuse(RAID_SB_BAD_FIELD, why, whylen,
 			      "reserved bytes %u..%u are not zero", PPL_OFF_RESERVED,
@@ -179,7 +196,17 @@ struct ppl_found {
 	unsigned member, slot;
 };
 
-static int ppl_apply(tc_ctx *ctx, const char *name, tc_dev *const *dev, unsigned n,
+/* The device of slot @d of stripe @s when it holds valid data there: present, and
+ * (a member being rebuilt) the stripe below its checkpoint @valid. */
+static tc_dev *ppl_dev(tc_dev *const *dev, const uint64_t *valid, unsigned n, unsigned m,
+		       uint32_t chunk, uint64_t s, unsigned d)
+{
+	unsigned x = ppl_member(n, m, s, d);
+	return valid && s * chunk >= valid[x] ? NULL : dev[x];
+}
+
+static int ppl_apply(tc_ctx *ctx, const char *name, tc_dev *const *dev,
+		     const uint64_t *valid, unsigned n,
 		     unsigned m, uint32_t chunk, uint64_t data_offset, struct parity *par,
 		     const struct ppl_found *f, const uint8_t *pp)
 {
@@ -200,9 +227,9 @@ static int ppl_apply(tc_ctx *ctx, const char *name, tc_dev *const *dev, unsigned
 		memset(mem, 0, len * m);        /* a full-stripe write: parity from the data */
 	uint64_t keep_lo = 0, keep_hi = 0;      /* rows of a missing modified chunk */
 	for (unsigned d = 0; d < k && !r; d++) {
-		if (!(e->touched & (1u << d)))
-			continue;
-		tc_dev *md = dev[ppl_member(n, m, e->stripe, d)];
+		if (!(e->touched & (1u << d)) || (e->in_pp & (1u << d)))
+			continue;       /* not modified, or its new data in the PP already */
+		tc_dev *md = ppl_dev(dev, valid, n, m, chunk, e->stripe, d);
 		if (!md) {
 			if (keep_hi == keep_lo || e->ws[d] < keep_lo)
 				keep_lo = e->ws[d];
@@ -221,7 +248,7 @@ static int ppl_apply(tc_ctx *ctx, const char *name, tc_dev *const *dev, unsigned
 			"is on a missing member: its rows %" PRIu64 "..%" PRIu64 " keep their parity "
 			"(what that write left there is lost)", name, e->stripe, keep_lo, keep_hi);
 		for (unsigned p = 0; p < m && !r; p++) {
-			tc_dev *pdv = dev[ppl_member(n, m, e->stripe, k + p)];
+			tc_dev *pdv = ppl_dev(dev, valid, n, m, chunk, e->stripe, k + p);
 			if (!pdv)
 				continue;
 			r = tc_dev_io(pdv, TC_OP_READ, 0, cur + p * len, len, base + e->lo);
@@ -231,7 +258,7 @@ static int ppl_apply(tc_ctx *ctx, const char *name, tc_dev *const *dev, unsigned
 		}
 	}
 	for (unsigned p = 0; p < m && !r; p++) {
-		tc_dev *pdv = dev[ppl_member(n, m, e->stripe, k + p)];
+		tc_dev *pdv = dev[ppl_member(n, m, e->stripe, k + p)];  /* rebuilt or valid */
 		if (pdv)
 			r = tc_dev_io(pdv, TC_OP_WRITE, TC_IO_FUA, P[p], len, base + e->lo);
 	}
@@ -242,8 +269,9 @@ static int ppl_apply(tc_ctx *ctx, const char *name, tc_dev *const *dev, unsigned
 	return r;
 }
 
-int raid_ppl_recover(tc_ctx *ctx, const char *name, tc_dev *const *dev, unsigned n,
-		     unsigned m, uint32_t chunk, uint64_t data_offset, const uint8_t *uuid)
+int raid_ppl_recover(tc_ctx *ctx, const char *name, tc_dev *const *dev,
+		     const uint64_t *valid, unsigned n, unsigned m, uint32_t chunk,
+		     uint64_t data_offset, const uint8_t *uuid)
 {
 	unsigned k = n - m, nslots = raid_ppl_slots(chunk, m);
 	uint64_t ssize = raid_ppl_slot_size(chunk, m);
@@ -278,11 +306,14 @@ int raid_ppl_recover(tc_ctx *ctx, const char *name, tc_dev *const *dev, unsigned
 					dev[i]->name, j, why);
 				continue;
 			}
+			/* On the stripe's P member, or (RAID 6) its Q member, which logs
+			 * while P's is lost. */
 			if (e.stripe >= dev[i]->size / chunk ||
-			    ppl_member(n, m, e.stripe, k) != i) {
+			    (ppl_member(n, m, e.stripe, k) != i &&
+			     (m < 2 || ppl_member(n, m, e.stripe, k + 1) != i))) {
 				tc_warn(ctx, "array %s: member %s: log slot %u ignored: stripe %"
-					PRIu64 " has its P on another member", name, dev[i]->name, j,
-					e.stripe);
+					PRIu64 " has its parity on other members", name,
+					dev[i]->name, j, e.stripe);
 				continue;
 			}
 			/* A torn entry: the update it announced never started. */
@@ -303,7 +334,7 @@ int raid_ppl_recover(tc_ctx *ctx, const char *name, tc_dev *const *dev, unsigned
 		r = tc_dev_io(dev[found[x].member], TC_OP_READ, 0, area, ssize,
 			      RAID_PPL_OFFSET + ssize * found[x].slot);
 		if (!r)
-			r = ppl_apply(ctx, name, dev, n, m, chunk, data_offset, par, &found[x],
+			r = ppl_apply(ctx, name, dev, valid, n, m, chunk, data_offset, par, &found[x],
 				      area + RAID_PPL_HDR);
 		if (!r)
 			recovered++;

@@ -122,6 +122,12 @@ struct tc_array {
 	/* Members in state TC_MEMBER_REBUILDING hold valid data below this member offset
 	 * (bytes, relative to data_offset) only: rebuild.c moves it forward. */
 	_Atomic uint64_t rebuild_pos;
+	/* A mirror (RAID 1, 10) assembled after an unclean stop: its copies may differ
+	 * where writes were in flight, so reads take the first readable copy, the one
+	 * the resync pass copies over the others (md's read_balance does the same
+	 * beyond its resync point), until that pass ends.  A clean close meanwhile
+	 * leaves the array dirty, so the next assembly resyncs again. */
+	atomic_bool unsynced;
 	/* Persist the member states and the rebuild checkpoint (the member superblocks,
 	 * sb.c).  NULL for arrays without superblocks.  Returns 0 or a negative errno;
 	 * called without a->lock held, from a thread that may block. */
@@ -453,15 +459,16 @@ int array_open(tc_ctx *ctx, const struct tc_array_opts *o, tc_dev **members, uns
 	       const char *name, uint64_t data_offset, uint64_t member_size, tc_dev **out);
 
 /* array_sb_changed - a member state changed: the superblocks are rewritten soon, off
- * the I/O path (sb.c's persist thread).  Never blocks.  Returns false when @a has no
- * persist thread (no superblocks, read-only, deterministic context): then nothing
- * was queued, and a->persist (if any) is for the caller to run. */
+ * the I/O path (sb.c's persist thread; in a deterministic context, a work item of the
+ * context).  Never blocks.  Returns false when @a has neither (no superblocks,
+ * read-only): then nothing was queued, and a->persist (if any) is for the caller to
+ * run. */
 bool array_sb_changed(struct tc_array *a);
 
 /* array_sb_hold - between a member state change and the superblocks recording it,
  * hold the completion of @io (a write, write-zeroes, discard or flush of the array)
- * with @result: the persist thread completes it once the record is on the members
- * (md holds writes the same way while MD_SB_CHANGE_PENDING).  Returns true when held,
+ * with @result: the persist thread (or work item) completes it once the record is on
+ * the members (md holds writes the same way while MD_SB_CHANGE_PENDING).  Returns true when held,
  * false when @io is to complete now.  Never blocks. */
 bool array_sb_hold(struct tc_array *a, struct tc_io *io, int result);
 
@@ -571,6 +578,9 @@ struct raid_ppl_entry {
 	uint32_t touched;               /* data slots being modified (bit per slot) */
 	uint32_t ws[TC_ARRAY_MAX_MEMBERS], we[TC_ARRAY_MAX_MEMBERS]; /* their rows */
 	uint64_t pp_csum;               /* XXH64 of the parity * (hi - lo) bytes after */
+	uint32_t in_pp;                 /* of touched, the slots whose member was lost at
+	                                 * the write: their new data is in the partial
+	                                 * parity (it lives only in the parity) */
 };
 
 /* raid_ppl_slots - slots of the log for chunk @chunk and @m parity blocks: each holds
@@ -588,14 +598,18 @@ enum raid_sb_status raid_ppl_decode(const void *buf, size_t len, const uint8_t *
 				    struct raid_ppl_entry *e, char *why, size_t whylen);
 
 /* raid_ppl_recover - at assembly of a dirty RAID 5/6 array with the log (synchronous,
- * before array_open): for every stripe with an entry on its P member, the newest
- * entry's partial parity plus the data of the chunks it was modifying, as they are on
- * the members now, becomes the parity again (md's ppl_recover_entry), so that a chunk
- * rebuilt from it later holds what it held.  Rows of a modified chunk whose member is
- * missing keep their parity.  @dev: the slot devices, NULL where missing.  Returns the
- * stripes recovered, or a negative errno (a read or write failed). */
-int raid_ppl_recover(tc_ctx *ctx, const char *name, tc_dev *const *dev, unsigned n,
-		     unsigned m, uint32_t chunk, uint64_t data_offset, const uint8_t *uuid);
+ * before array_open): for every stripe with an entry on its P (or Q) member, the
+ * newest entry's partial parity plus the data of the chunks it was modifying, as they
+ * are on the members now, becomes the parity again (md's ppl_recover_entry), so that
+ * a chunk rebuilt from it later holds what it held.  Rows of a modified chunk whose
+ * member is missing keep their parity.  @dev: the slot devices, NULL where missing;
+ * @valid (NULL: all whole): per slot, the member offset (bytes from the data area)
+ * below which it holds valid data (a member being rebuilt: its checkpoint; above it
+ * it counts as missing, its log is read all the same).  Returns the stripes
+ * recovered, or a negative errno (a read or write failed). */
+int raid_ppl_recover(tc_ctx *ctx, const char *name, tc_dev *const *dev,
+		     const uint64_t *valid, unsigned n, unsigned m, uint32_t chunk,
+		     uint64_t data_offset, const uint8_t *uuid);
 
 /* raid_ppl_wipe - zero the log of every device in @dev (NULL skipped): at assembly,
  * after recovery, so that no entry of an earlier session is ever replayed. */

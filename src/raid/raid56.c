@@ -82,6 +82,8 @@ struct r56_req {
 
 typedef void (*r56_step_fn)(struct r56_sop *op);
 static void r56_ppl_release(struct r56_sop *op, uint64_t stripe);
+static void r56_ppl_wipe_pick(struct r56_sop *op);
+static void r56_ppl_free(struct r56 *r, unsigned pm, int j, uint64_t stripe);
 
 /* One stripe operation.  Slots: data 0..k-1, P = k, Q = k + 1. */
 struct r56_sop {
@@ -111,7 +113,10 @@ struct r56_sop {
 	uint8_t *chk;                   /* check: the stored P and Q */
 	struct raid_map_wait map_wait;  /* a write waiting for its map bits */
 	bool mapped;                    /* counted in the map: raid_map_end() at the end */
-	int ppl_slot;                   /* the log slot held on the P member, or -1 */
+	int ppl_slot;                   /* the log slot held on the log's member, or -1 */
+	unsigned ppl_at;                /* the slot (k: P, k + 1: Q) whose member logs */
+	int ppl_wipe;                   /* a slot of Q's log holding an older entry of
+	                                 * this stripe, to wipe after the update, or -1 */
 	uint8_t *ppl_buf;               /* the entry: header and partial parity */
 	struct r56_sop *ppl_wnext;      /* waiting for a slot */
 	struct r56_sop *hnext;          /* bucket chain of holders */
@@ -493,12 +498,44 @@ static void r56_overlay(struct r56_sop *op, unsigned d)
 		tc_iov_to_buf(p, io->iov, io->iovcnt, op->skip[d], len);
 }
 
+static void r56_finish_write(struct r56_sop *op)
+{
+	r56_count_corrected(op);
+	r56_end(op, array_failed(op->a) ? -EIO : 0);
+}
+
+/* An empty log slot: what a wipe writes (a header that is not an entry). */
+static _Alignas(4096) const uint8_t r56_no_entry[RAID_PPL_HDR];
+
+static void r56_wiped(struct r56_sop *op)
+{
+	r56_ppl_free(op->r, op->member[op->r->k + 1], op->ppl_wipe, R56_NO_STRIPE);
+	op->ppl_wipe = -1;
+	r56_finish_write(op);
+}
+
 static void r56_written(struct r56_sop *op)
 {
 	if (op->ppl_slot >= 0)
 		r56_ppl_release(op, op->stripe);
-	r56_count_corrected(op);
-	r56_end(op, array_failed(op->a) ? -EIO : 0);
+	if (op->ppl_wipe < 0) {
+		r56_finish_write(op);
+		return;
+	}
+	/* The entry this update logged on P now outranks the older one on Q's member,
+	 * but only until its slot is reused: the older one goes now, so that a crash
+	 * later never replays it (its partial parity predates this update). */
+	struct tc_array *a = op->a;
+	unsigned qm = op->member[op->r->k + 1];
+	r56_step_begin(op, r56_wiped);
+	if (array_member_writable(a, qm)) {
+		atomic_fetch_add(&op->pending, 1);
+		array_child_submit_to(a, &op->child[op->r->k + 1], qm, 1, TC_OP_WRITE,
+				      TC_IO_FUA, RAID_PPL_OFFSET + op->r->ppl_slot_size *
+				      (uint64_t)op->ppl_wipe - a->data_offset, RAID_PPL_HDR,
+				      (void *)r56_no_entry, NULL, 0, r56_child_done, op);
+	}
+	r56_step_put(op);
 }
 
 /* Write the new data, the parity, and whatever failed to read (rows lo..hi). */
@@ -557,13 +594,13 @@ static void r56_ppl_write(struct r56_sop *op)
 {
 	struct tc_array *a = op->a;
 	struct r56 *r = op->r;
-	unsigned pm = op->member[r->k];
+	unsigned pm = op->member[op->ppl_at];
 	uint64_t len = RAID_PPL_HDR + (op->hi - op->lo) * raid_get32(op->ppl_buf + 48);
 
 	r56_step_begin(op, r56_ppl_logged);
 	atomic_fetch_add(&op->pending, 1);
 	/* Child offsets are shifted by data_offset: undo it (mod 2^64). */
-	array_child_submit_to(a, &op->child[r->k], pm, 1, TC_OP_WRITE, TC_IO_FUA,
+	array_child_submit_to(a, &op->child[op->ppl_at], pm, 1, TC_OP_WRITE, TC_IO_FUA,
 			      RAID_PPL_OFFSET + r->ppl_slot_size * (uint64_t)op->ppl_slot -
 			      a->data_offset, len, op->ppl_buf, NULL, 0, r56_child_done, op);
 	r56_step_put(op);
@@ -573,6 +610,25 @@ static void r56_ppl_write(struct r56_sop *op)
 static void r56_ppl_got(struct r56_sop *op)
 {
 	r56_ppl_write(op);
+}
+
+/* Under ppl_lock, @op logging on P (RAID 6): an older entry of its stripe on Q's
+ * member (logged while P's member was lost) is reserved for r56_written to wipe. */
+static void r56_ppl_wipe_pick(struct r56_sop *op)
+{
+	struct r56 *r = op->r;
+
+	op->ppl_wipe = -1;
+	if (r->m != 2 || op->ppl_at != r->k)
+		return;
+	unsigned qm = op->member[r->k + 1];
+	const uint64_t *st = r->ppl_stripe + (size_t)qm * r->ppl_slots;
+	for (unsigned j = 0; j < r->ppl_slots; j++)
+		if (st[j] == op->stripe && !(r->ppl_busy[qm] & (1ull << j))) {
+			r->ppl_busy[qm] |= 1ull << j;
+			op->ppl_wipe = (int)j;
+			return;
+		}
 }
 
 /* Log the update of @op before writing it (RAID 5/6 with the log, parity computed):
@@ -585,16 +641,31 @@ static void r56_ppl_got(struct r56_sop *op)
 static void r56_write_commit(struct r56_sop *op)
 {
 	struct r56 *r = op->r;
-	unsigned k = r->k, pm = op->member[k];
+	unsigned k = r->k;
 	size_t len = op->hi - op->lo;
 	bool full = op->lo == 0 && op->hi == op->a->chunk;
 
+	/* The entry goes to the P member; on RAID 6 with P's member lost, to Q's: Q is
+	 * then the parity a lost data chunk is rebuilt from, and without an entry an
+	 * interrupted update left it stale (tc-stress --arrays --write-hole seed 30: a
+	 * RAID 6 that had lost two members).  With both lost, the data are all there. */
+	op->ppl_at = k;
+	if (op->a->ppl && !array_member_writable(op->a, op->member[k]) && r->m == 2)
+		op->ppl_at = k + 1;
+	unsigned pm = op->member[op->ppl_at];
 	if (!op->a->ppl || !array_member_writable(op->a, pm)) {
 		r56_write_out(op);
 		return;
 	}
 	for (unsigned d = 0; d < k && full; d++)
 		full = (op->touched & (1u << d)) && op->ws[d] == 0 && op->we[d] == op->a->chunk;
+	/* Modified chunks on members lost now: their new data goes into the parity
+	 * alone, so it stays in the partial parity too (in_pp), and recovery makes the
+	 * parity give it back; a full-stripe write with one logs partial parity then,
+	 * as its parity cannot be recomputed from data that is nowhere else. */
+	uint32_t in_pp = op->touched & r56_lost(op) & ((1u << k) - 1);
+	if (in_pp)
+		full = false;
 	unsigned logged = full ? 0 : r->m;      /* partial parity blocks in the entry */
 	/* aligned_alloc wants a multiple of the alignment; the entry written is shorter. */
 	op->ppl_buf = aligned_alloc(4096, (RAID_PPL_HDR + len * logged + 4095) & ~(size_t)4095);
@@ -610,7 +681,7 @@ static void r56_write_commit(struct r56_sop *op)
 	for (unsigned d = 0; d < k; d++) {
 		if (!(op->touched & (1u << d)))
 			continue;
-		if (logged) {
+		if (logged && !(in_pp & (1u << d))) {
 			memset(op->tmp, 0, len);
 			memcpy(op->tmp + (op->ws[d] - op->lo), op->buf[d] + (op->ws[d] - op->lo),
 			       op->we[d] - op->ws[d]);
@@ -626,6 +697,7 @@ static void r56_write_commit(struct r56_sop *op)
 	e.hi = (uint32_t)op->hi;
 	e.parity = logged;
 	e.touched = op->touched;
+	e.in_pp = in_pp;
 	e.pp_csum = XXH64(pp[0], len * logged, 0);
 	raid_ppl_encode(&e, op->ppl_buf);
 	/* A slot, or a place in the member's queue of waiters. */
@@ -643,21 +715,18 @@ static void r56_write_commit(struct r56_sop *op)
 	}
 	r->ppl_busy[pm] |= 1ull << j;
 	r->ppl_stripe[(size_t)pm * r->ppl_slots + j] = op->stripe;
+	r56_ppl_wipe_pick(op);
 	pthread_mutex_unlock(&r->ppl_lock);
 	op->ppl_slot = j;
 	r56_ppl_write(op);
 }
 
-/* The update of @op is durable: its slot keeps @stripe (R56_NO_STRIPE: nothing), or
+/* Slot @j of member @pm's log is free: it keeps @stripe (R56_NO_STRIPE: nothing), or
  * goes to the first waiter of the member. */
-static void r56_ppl_release(struct r56_sop *op, uint64_t stripe)
+static void r56_ppl_free(struct r56 *r, unsigned pm, int j, uint64_t stripe)
 {
-	struct r56 *r = op->r;
-	unsigned pm = op->member[r->k];
-	int j = op->ppl_slot;
 	struct r56_sop *w;
 
-	op->ppl_slot = -1;
 	pthread_mutex_lock(&r->ppl_lock);
 	r->ppl_stripe[(size_t)pm * r->ppl_slots + j] = stripe;
 	w = r->ppl_wait_head[pm];
@@ -667,12 +736,22 @@ static void r56_ppl_release(struct r56_sop *op, uint64_t stripe)
 			r->ppl_wait_tail[pm] = NULL;
 		r->ppl_stripe[(size_t)pm * r->ppl_slots + j] = w->stripe;
 		w->ppl_slot = j;
+		r56_ppl_wipe_pick(w);
 	} else {
 		r->ppl_busy[pm] &= ~(1ull << j);
 	}
 	pthread_mutex_unlock(&r->ppl_lock);
 	if (w)
 		r56_ppl_got(w);
+}
+
+/* The update of @op is durable: its slot keeps the stripe. */
+static void r56_ppl_release(struct r56_sop *op, uint64_t stripe)
+{
+	int j = op->ppl_slot;
+
+	op->ppl_slot = -1;
+	r56_ppl_free(op->r, op->member[op->ppl_at], j, stripe);
 }
 
 static void r56_rmw_read_done(struct r56_sop *op)
@@ -840,7 +919,7 @@ static void r56_submit(struct tc_array *a, struct tc_io *io)
 		op->zero = io->op == TC_OP_WRITE_ZEROES || io->op == TC_OP_DISCARD;
 		op->flags = io->flags;
 		op->lo = a->chunk;
-		op->ppl_slot = -1;
+		op->ppl_slot = op->ppl_wipe = -1;
 		r56_slots(a, r->m, op->stripe, op->member);
 		for (uint64_t at = 0; at < len;) {
 			unsigned d = (unsigned)((in + at) >> a->chunk_shift);
@@ -1025,7 +1104,7 @@ static void r56_sync(struct tc_array *a, struct array_sync_win *w)
 	op->op = TC_OP_WRITE;
 	op->lo = 0;
 	op->hi = a->chunk;
-	op->ppl_slot = -1;
+	op->ppl_slot = op->ppl_wipe = -1;
 	w->bytes = a->chunk;
 	atomic_init(&op->err, 0);
 	r56_slots(a, r->m, op->stripe, op->member);

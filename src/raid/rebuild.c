@@ -96,6 +96,7 @@ struct array_sync {
 };
 
 static void sync_tick(struct tc_timer *t);
+static void sync_check_begin(struct tc_array *a, enum tc_array_sync action, bool resync);
 
 int array_sync_init(struct tc_array *a)
 {
@@ -304,6 +305,9 @@ static void sync_rebuild_end(struct tc_array *a)
 	s->persist_wanted = true;
 	if (!pend)
 		s->action = TC_ARRAY_SYNC_IDLE;
+	/* A mirror whole again with its copies not resynced since a crash: now. */
+	if (!pend && atomic_load(&a->unsynced) && !atomic_load(&a->faulty))
+		sync_check_begin(a, TC_ARRAY_SYNC_REPAIR, true);
 }
 
 /* Under a->lock: the rate for the next window (md's rule: foreground requests in the
@@ -425,17 +429,26 @@ static void sync_tick(struct tc_timer *t)
 			}
 		} else if (s->check_next >= s->check_end) {
 			if (!s->inflight && s->resync) {
-				tc_info(ctx, "array %s: resync done: %" PRIu64 " stripes of the "
-					"write-intent map's regions, %" PRIu64 " with parity rewritten",
-					a->dev.name, s->checked, s->mismatches);
+				if (a->level->parity)
+					tc_info(ctx, "array %s: resync done: %" PRIu64 " stripes of "
+						"the write-intent map's regions, %" PRIu64 " with parity "
+						"rewritten", a->dev.name, s->checked, s->mismatches);
+				else
+					tc_info(ctx, "array %s: resync done: %" PRIu64 " chunks, %"
+						PRIu64 " with copies rewritten", a->dev.name, s->checked,
+						s->mismatches);
 				s->resync = false;
 				raid_map_resync_done(a);
+				atomic_store(&a->unsynced, false);
 				s->action = TC_ARRAY_SYNC_IDLE;
 			} else if (!s->inflight) {
 				tc_info(ctx, "array %s: %s done: %" PRIu64 " mismatches in %" PRIu64
 					" %s", a->dev.name, s->action == TC_ARRAY_SYNC_CHECK ?
 					"check" : "repair", s->mismatches, s->checked,
 					a->level->parity ? "stripes" : "chunks");
+				/* A whole repair makes the copies agree as a resync does. */
+				if (s->action == TC_ARRAY_SYNC_REPAIR)
+					atomic_store(&a->unsynced, false);
 				s->action = TC_ARRAY_SYNC_IDLE;
 			}
 		} else {
@@ -484,8 +497,8 @@ static void sync_tick(struct tc_timer *t)
 	if (health)
 		array_health_changed(a);
 	if (persist) {
-		/* With a persist thread (sb.c) the record is written there, off the
-		 * context's worker; else here, synchronously. */
+		/* The persist thread (sb.c), or its work item in a deterministic
+		 * context, writes the record; else (read-only) a->persist says why not. */
 		int ret = array_sb_changed(a) ? 0 : a->persist(a);
 		if (ret < 0 && ret != -EROFS)   /* -EROFS: assembled read-only, on purpose */
 			tc_err(ctx, "array %s: recording the member states failed (%s)",
@@ -1180,7 +1193,7 @@ int array_resync_start(struct tc_array *a)
 	pthread_mutex_lock(&a->lock);
 	struct array_sync *s = a->sync;
 	if (s->action != TC_ARRAY_SYNC_IDLE || s->inflight || atomic_load(&a->faulty) ||
-	    !a->level->parity || !a->map)
+	    !((a->level->parity && a->map) || atomic_load(&a->unsynced)))
 		ret = -EBUSY;
 	else
 		sync_check_begin(a, TC_ARRAY_SYNC_REPAIR, true);

@@ -23,6 +23,7 @@
  */
 #include <errno.h>
 #include <inttypes.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -407,6 +408,15 @@ struct sb_priv {
 	/* Deterministic contexts (one thread runs everything): sb_persist is writing, and
 	 * a persist nested in its synchronous writes asked for another record. */
 	bool writing, again;
+	/* Deterministic contexts, opened for writing: a member state change queues this
+	 * work item on the context, which records the change and then completes what
+	 * was held, as the persist thread does (under tlock: queued; idle for the close
+	 * to wait on). */
+	bool det;
+	struct tc_work work;
+	bool queued;
+	volatile bool idle;
+	struct tc_array *a;
 };
 
 static bool uuid_zero(const uint8_t u[16])
@@ -605,6 +615,19 @@ static void sb_release(struct tc_array *a, struct sb_priv *p)
 	pthread_mutex_lock(&p->tlock);
 }
 
+/* One record of the pending change (caller holds tlock, dropped meanwhile), then
+ * the completions held for it; after another change meanwhile, what is held waits
+ * for that record too. */
+static void sb_record(struct tc_array *a, struct sb_priv *p)
+{
+	p->pending = false;
+	pthread_mutex_unlock(&p->tlock);
+	(void)sb_persist(a);
+	pthread_mutex_lock(&p->tlock);
+	if (!p->pending)
+		sb_release(a, p);
+}
+
 static void *sb_thread(void *arg)
 {
 	struct tc_array *a = arg;
@@ -616,17 +639,27 @@ static void *sb_thread(void *arg)
 			pthread_cond_wait(&p->cond, &p->tlock);
 		if (!p->pending && p->stop)
 			break;
-		p->pending = false;
-		pthread_mutex_unlock(&p->tlock);
-		(void)sb_persist(a);
-		pthread_mutex_lock(&p->tlock);
-		/* Another change meanwhile: what is held waits for its record too. */
-		if (!p->pending)
-			sb_release(a, p);
+		sb_record(a, p);
 	}
 	sb_release(a, p);
 	pthread_mutex_unlock(&p->tlock);
 	return NULL;
+}
+
+/* The deterministic contexts' persist thread: record, then complete what was held;
+ * again while changes came meanwhile. */
+static void sb_work(struct tc_work *w)
+{
+	struct sb_priv *p = (struct sb_priv *)((char *)w - offsetof(struct sb_priv, work));
+	struct tc_array *a = p->a;
+
+	pthread_mutex_lock(&p->tlock);
+	while (p->pending)
+		sb_record(a, p);
+	p->queued = false;
+	p->idle = true;
+	pthread_mutex_unlock(&p->tlock);
+	tc_ctx_wake(a->dev.ctx);
 }
 
 bool array_sb_hold(struct tc_array *a, struct tc_io *io, int result)
@@ -634,7 +667,7 @@ bool array_sb_hold(struct tc_array *a, struct tc_io *io, int result)
 	struct sb_priv *p = a->persist_priv;
 	bool held = false;
 
-	if (!p || !p->have_thread || !atomic_load(&p->holding))
+	if (!p || !(p->have_thread || p->det) || !atomic_load(&p->holding))
 		return false;
 	pthread_mutex_lock(&p->tlock);
 	if (atomic_load(&p->holding)) {
@@ -659,12 +692,18 @@ bool array_sb_changed(struct tc_array *a)
 {
 	struct sb_priv *p = a->persist_priv;
 
-	if (!p || !p->have_thread)
-		return false;   /* read-only, or deterministic: written at close */
+	if (!p || !(p->have_thread || p->det))
+		return false;   /* read-only */
 	pthread_mutex_lock(&p->tlock);
 	p->pending = true;
 	atomic_store(&p->holding, true);
-	pthread_cond_signal(&p->cond);
+	if (p->have_thread) {
+		pthread_cond_signal(&p->cond);
+	} else if (!p->queued) {
+		p->queued = true;
+		p->idle = false;
+		tc_ctx_defer(a->dev.ctx, &p->work);
+	}
 	pthread_mutex_unlock(&p->tlock);
 	return true;
 }
@@ -683,6 +722,15 @@ void array_sb_close(struct tc_array *a)
 		pthread_mutex_unlock(&p->tlock);
 		pthread_join(p->thread, NULL);
 	}
+	if (p->det) {
+		/* A change still to record: its work item runs (and ends) first. */
+		pthread_mutex_lock(&p->tlock);
+		bool queued = p->queued;
+		pthread_mutex_unlock(&p->tlock);
+		if (queued)
+			(void)tc_ctx_wait_until(a->dev.ctx, &p->idle);
+		p->det = false;
+	}
 	if (!p->readonly && !array_failed(a)) {
 		/* Clean close (md's clean shutdown): what was written is durable, then the
 		 * flag goes. */
@@ -694,7 +742,9 @@ void array_sb_close(struct tc_array *a)
 		raid_map_close(a, flushed);
 		map_clean = true;
 		pthread_mutex_lock(&p->lock);
-		if (flushed)
+		/* A mirror whose resync has not ended stays dirty: the next assembly
+		 * resyncs it again. */
+		if (flushed && !atomic_load(&a->unsynced))
 			p->sb.flags &= ~RAID_SB_DIRTY;
 		(void)sb_write_all(a, p);
 		pthread_mutex_unlock(&p->lock);
@@ -845,10 +895,14 @@ static int sb_attach(struct tc_array *a, const struct raid_sb *sb, bool readonly
 		if (d)
 			memcpy(d->uuid, sb->slot[i].uuid, 16);
 	}
+	p->a = a;
+	p->work.fn = sb_work;
+	p->idle = true;
 	a->persist_priv = p;
 	a->persist = sb_persist;
-	if (!readonly && !tc_ctx_deterministic(a->dev.ctx) &&
-	    pthread_create(&p->thread, NULL, sb_thread, a) == 0)
+	if (!readonly && tc_ctx_deterministic(a->dev.ctx))
+		p->det = true;
+	else if (!readonly && pthread_create(&p->thread, NULL, sb_thread, a) == 0)
 		p->have_thread = true;
 	return 0;
 }
@@ -1238,15 +1292,29 @@ int tc_array_assemble(tc_ctx *ctx, tc_dev **devs, unsigned n, unsigned flags,
 		if (slot_dev[s] && R->slot[s].state == TC_MEMBER_ACTIVE)
 			live[s] = slot_dev[s];
 	if ((R->flags & RAID_SB_PPL) && !readonly) {
-		/* md's PPL recovery at the start of a dirty array, then an empty log. */
+		/* md's PPL recovery at the start of a dirty array, then an empty log.  A
+		 * member being rebuilt takes part below its checkpoint (it holds the data
+		 * there, and its log took entries as any member's), and its log is wiped
+		 * with the others (seed 44 of tc-stress --arrays --write-hole: left out,
+		 * its rows written at the crash kept a torn parity). */
+		tc_dev *logs[TC_ARRAY_MAX_MEMBERS] = { 0 };
+		uint64_t valid[TC_ARRAY_MAX_MEMBERS];
+		for (unsigned s = 0; s < R->members; s++) {
+			valid[s] = UINT64_MAX;
+			logs[s] = live[s];
+			if (slot_dev[s] && R->slot[s].state == TC_MEMBER_REBUILDING) {
+				logs[s] = slot_dev[s];
+				valid[s] = R->rebuild_pos;
+			}
+		}
 		if (R->flags & RAID_SB_DIRTY) {
-			r = raid_ppl_recover(ctx, R->name, live, R->members,
+			r = raid_ppl_recover(ctx, R->name, logs, valid, R->members,
 					     R->level == TC_RAID6 ? 2 : 1, R->chunk,
 					     R->data_offset, R->uuid);
 			if (r < 0)
 				goto fail;
 		}
-		r = raid_ppl_wipe(ctx, R->name, live, R->members);
+		r = raid_ppl_wipe(ctx, R->name, logs, R->members);
 		if (r < 0)
 			goto fail;
 		r = 0;
@@ -1370,8 +1438,20 @@ int tc_array_assemble(tc_ctx *ctx, tc_dev **devs, unsigned n, unsigned flags,
 			goto out;
 		}
 	}
+	/* A mirror not shut down cleanly: its copies may differ where writes were in
+	 * flight.  md resyncs the whole of it (or its bitmap's regions); so does this,
+	 * reading the first readable copy meanwhile.  Degraded or rebuilding, the pass
+	 * waits for the rebuild's end (rebuild.c). */
+	bool mirror_resync = (R->flags & RAID_SB_DIRTY) && !readonly && !a->level->parity &&
+			     a->copies > 1;
+	if (mirror_resync) {
+		atomic_store(&a->unsynced, true);
+		tc_warn(ctx, "array %s: not shut down cleanly: the copies are resynced (%s); "
+			"reads take the first readable copy until then", R->name,
+			missing || rebuilding ? "after the rebuild" : "now");
+	}
 	/* A dirty array with the write-intent map: resync the regions it names. */
-	if (resync && !readonly && !missing && !rebuilding)
+	if ((resync || mirror_resync) && !readonly && !missing && !rebuilding)
 		array_resync_start(a);
 	/* The rebuild recorded in the superblocks goes on from its checkpoint. */
 	if (rebuilding && !readonly) {
