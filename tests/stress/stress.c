@@ -785,16 +785,15 @@ static void flush_dirty(struct run *r)
  * replaces, removals and checks come from the op loop; rebuilds run on the
  * deterministic context while the requests go on.
  *
- * No array resyncs itself after a crash yet (md does, over the whole array or over its
- * write-intent bitmap): until it does, an interrupted stripe update leaves parity (or
- * copies) disagreeing with the data, and a member lost later rebuilds wrong data for
- * chunks nobody wrote (the write hole), or a mirror returns one copy and then the
- * other.  So after a power cut the test does what md's start would: it waits for a
+ * The arrays repair themselves after a crash (the partial-parity log's replay, the
+ * write-intent map's resync, the mirrors' resync: docs/raid.md, "The write hole"),
+ * but by default the test also does what md's start would on top: it waits for a
  * rebuild to end and runs a repair pass (tc_array_check with repair) before the cache
  * reads anything, and it cuts the power only while every parity array is whole and
  * every mirror either whole or rebuilding onto a spare (otherwise it restarts cleanly
  * instead).  --write-hole lifts both rules and loses a member right after every cut:
- * the write-hole case, which fails until the array closes the write hole.
+ * the write-hole case, where only the arrays' own recovery stands between a torn
+ * stripe update and wrong data in chunks nobody wrote.
  */
 
 /* Whether device @i of volume @v's array is one that tc_array_status @st lists. */
