@@ -694,6 +694,12 @@ struct map_seg {
 	atomic_uint pending;
 	atomic_uint ok;         /* write: copies written */
 	struct raid_extent ext;
+	/* A write of a mirror with the write-intent map: the member bytes its copies
+	 * cover (one range: the near layout puts them on one row or two adjacent
+	 * ones), counted in the map from before the copies are written to the end. */
+	bool mapped;
+	uint64_t map_lo, map_len;
+	struct raid_map_wait map_wait;
 	struct array_child child[];
 };
 
@@ -718,6 +724,8 @@ static void map_seg_end(struct map_seg *s, int result)
 	}
 	if (s->lk.locked)
 		array_lock_release(r->a->locks, &s->lk);
+	if (s->mapped)
+		raid_map_end(r->a, s->map_lo, s->map_len);
 	free(s);
 	map_req_put(r);
 }
@@ -841,6 +849,18 @@ static void map_write_locked(struct array_lock *l)
 	map_write((struct map_seg *)l);
 }
 
+/* The write's bits are on the members: against a rebuild's copy of this chunk
+ * (rebuild.c), the chunk's lock, then the copies. */
+static void map_write_lock(void *arg)
+{
+	struct map_seg *s = arg;
+	struct tc_array *a = s->req->a;
+
+	s->lk.on_lock = map_write_locked;
+	if (array_lock_take(a->locks, &s->lk))
+		map_write(s);
+}
+
 void array_submit_mapped(struct tc_array *a, struct tc_io *io)
 {
 	struct map_req *r = malloc(sizeof(*r));
@@ -873,15 +893,30 @@ void array_submit_mapped(struct tc_array *a, struct tc_io *io)
 		s->tried = s->bad = 0;
 		s->ext = ext;
 		s->lk.locked = false;
+		s->mapped = false;
 		atomic_fetch_add(&r->refs, 1);
 		if (op == TC_OP_READ) {
 			map_read_next(s);
 		} else if (a->copies > 1) {
-			/* Against a rebuild's copy of this chunk (rebuild.c). */
 			s->lk.key = (io->offset + done) >> a->chunk_shift;
-			s->lk.on_lock = map_write_locked;
-			if (array_lock_take(a->locks, &s->lk))
-				map_write(s);
+			if (a->map) {
+				uint64_t lo = UINT64_MAX, hi = 0;
+				for (unsigned i = 0; i < ext.ncopies; i++) {
+					if (ext.copy[i].offset < lo)
+						lo = ext.copy[i].offset;
+					if (ext.copy[i].offset + ext.len > hi)
+						hi = ext.copy[i].offset + ext.len;
+				}
+				s->mapped = true;
+				s->map_lo = lo;
+				s->map_len = hi - lo;
+				s->map_wait.fn = map_write_lock;
+				s->map_wait.arg = s;
+				if (raid_map_start(a, lo, hi - lo, &s->map_wait))
+					map_write_lock(s);
+			} else {
+				map_write_lock(s);
+			}
 		} else {
 			map_write(s);
 		}

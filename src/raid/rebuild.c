@@ -143,6 +143,21 @@ void array_sync_fini(struct tc_array *a)
 	a->sync = NULL;
 }
 
+/* Whether window @w of a resync is in a region of the write-intent map to resync:
+ * a parity array's window is a row (member offset w chunks); a mirror's an array
+ * chunk, whose copies the near layout puts on one row or two. */
+static bool sync_window_needs(struct tc_array *a, uint64_t w)
+{
+	if (a->level->parity)
+		return raid_map_needs_sync(a, w << a->chunk_shift);
+	struct raid_extent ext;
+	a->level->map(a, w << a->chunk_shift, a->chunk, &ext);
+	for (unsigned i = 0; i < ext.ncopies; i++)
+		if (raid_map_needs_sync(a, ext.copy[i].offset))
+			return true;
+	return false;
+}
+
 /* Under a->lock: run the tick soon. */
 static void sync_schedule(struct tc_array *a)
 {
@@ -456,8 +471,7 @@ static void sync_tick(struct tc_timer *t)
 			while (s->inflight + nstart < depth && s->check_next < s->check_end &&
 			       now >= s->next_due) {
 				/* A resync skips what the write-intent map says is in sync. */
-				if (s->resync && !raid_map_needs_sync(a, s->check_next <<
-								      a->chunk_shift)) {
+				if (s->resync && !sync_window_needs(a, s->check_next)) {
 					s->check_next++;
 					s->check_pos++;
 					continue;

@@ -1023,6 +1023,22 @@ int tc_array_create(tc_ctx *ctx, const char *name, const struct tc_array_opts *o
 		}
 		sb.flags |= o->consistency == TC_CONSISTENCY_BITMAP || !fits ? RAID_SB_BITMAP
 			: RAID_SB_PPL;
+	} else if (copies > 1) {
+		/* A mirror: the write-intent map (md's internal bitmap), so that a resync
+		 * after a crash copies the regions written lately, not the whole array. */
+		if (o->consistency == TC_CONSISTENCY_PPL) {
+			tc_err(ctx, "array %s: the partial-parity log is for RAID 5 and 6; a %s "
+			       "keeps its copies consistent with the write-intent map "
+			       "(--consistency-policy=bitmap, the default)", name, l->name);
+			r = -EINVAL;
+			goto fail;
+		}
+		sb.flags |= RAID_SB_BITMAP;
+	} else if (o->consistency != TC_CONSISTENCY_DEFAULT) {
+		tc_err(ctx, "array %s: %s has no redundancy to keep consistent; "
+		       "--consistency-policy does not apply", name, l->name);
+		r = -EINVAL;
+		goto fail;
 	}
 	for (unsigned i = 0; i < n; i++)
 		uuid_generate(sb.slot[i].uuid);

@@ -303,8 +303,11 @@ int raid_map_attach(struct tc_array *a, const uint8_t *uuid, tc_dev *const *memb
 	}
 	if (!readonly) {
 		tc_dev *dev[TC_ARRAY_MAX_MEMBERS];
+		/* Not to a member missing or faulty (a placeholder refuses every
+		 * request: a clean assembly without a member failed here). */
 		for (unsigned d = 0; d < a->n; d++)
-			dev[d] = members ? members[d] : atomic_load(&a->m[d].dev);
+			dev[d] = members ? members[d] : array_member_writable(a, d) ?
+				 atomic_load(&a->m[d].dev) : NULL;
 		r = map_write_sync(mp, dev, a->n);
 		if (r) {
 			tc_err(a->dev.ctx, "array %s: writing the write-intent map failed: %s",

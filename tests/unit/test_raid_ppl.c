@@ -547,6 +547,39 @@ static void test_mirror_resync(void **state)
 	free(buf);
 }
 
+/* A RAID 5 with the write-intent map, stopped cleanly while degraded, assembles
+ * degraded: the map is written to the members there, not to the missing one (its
+ * placeholder refused the write, and the assembly failed with ENXIO). */
+static void test_map_degraded_assembly(void **state)
+{
+	struct fx *f = *state;
+	tc_ctx *ctx = t_ctx(TC_CTX_DETERMINISTIC, 13, TC_LOG_ERROR, &f->log);
+	tc_dev *m[N], *a, *d[N - 1];
+	struct tc_array_opts o = { .level = TC_RAID5, .chunk = CHUNK,
+				   .consistency = TC_CONSISTENCY_BITMAP };
+	struct tc_array_status st;
+
+	for (unsigned i = 0; i < N; i++) {
+		unlink(f->path[i]);
+		assert_int_equal(tc_dev_new_crash(ctx, f->path[i], TC_DEV_CREATE, MSIZE, 80 + i,
+						  &m[i]), 0);
+	}
+	assert_int_equal(tc_array_create(ctx, "md", &o, m, N, NULL, 0, 0, &a), 0);
+	assert_int_equal(tc_array_fail_member(a, 2), 0);
+	tc_dev_close(a);
+	for (unsigned i = 0, j = 0; i < N; i++)
+		if (i != 2)
+			assert_int_equal(tc_dev_open_file(ctx, f->path[i], TC_DEV_BUFFERED, 0,
+							  &d[j++]), 0);
+	assert_int_equal(tc_array_assemble(ctx, d, N - 1, 0, &a), 0);
+	assert_int_equal(tc_array_status(a, &st), 0);
+	assert_true(st.degraded);
+	assert_false(st.ppl);
+	assert_true(st.map_regions > 0);
+	tc_dev_close(a);
+	tc_ctx_free(ctx);
+}
+
 /* ---- resync touches only the regions the map names -------------------------------- */
 
 static void test_resync_dirty_regions(void **state)
@@ -624,6 +657,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_failure_recorded_first, fx_setup,
 						fx_teardown),
 		cmocka_unit_test_setup_teardown(test_mirror_resync, fx_setup, fx_teardown),
+		cmocka_unit_test_setup_teardown(test_map_degraded_assembly, fx_setup,
+						fx_teardown),
 		cmocka_unit_test_setup_teardown(test_resync_dirty_regions, fx_setup,
 						fx_teardown),
 	};
