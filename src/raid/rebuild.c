@@ -320,8 +320,8 @@ static void sync_rebuild_end(struct tc_array *a)
 	s->persist_wanted = true;
 	if (!pend)
 		s->action = TC_ARRAY_SYNC_IDLE;
-	/* A mirror whole again with its copies not resynced since a crash: now. */
-	if (!pend && atomic_load(&a->unsynced) && !atomic_load(&a->faulty))
+	/* A mirror with its copies not resynced since a crash: now (degraded too). */
+	if (!pend && atomic_load(&a->unsynced))
 		sync_check_begin(a, TC_ARRAY_SYNC_REPAIR, true);
 }
 
@@ -432,7 +432,9 @@ static void sync_tick(struct tc_timer *t)
 			more = false;
 		limit = (pos >> a->chunk_shift) + depth;
 	} else if (s->action != TC_ARRAY_SYNC_IDLE) {
-		if (atomic_load(&a->faulty) || sync_rebuilding(a, true)) {
+		/* A mirror's resync runs degraded (not while a rebuild waits: that first). */
+		bool degraded_ok = s->resync && atomic_load(&a->unsynced);
+		if ((atomic_load(&a->faulty) && !degraded_ok) || sync_rebuilding(a, true)) {
 			if (!s->inflight) {
 				tc_warn(ctx, "array %s: check stopped at window %" PRIu64 " of %"
 					PRIu64 ": the array is degraded", a->dev.name,
@@ -662,6 +664,8 @@ struct msync {
 	uint8_t *buf;                   /* chunk x copies */
 	int result;
 	uint32_t bad, differ;           /* check: copies that failed to read / differ */
+	uint32_t skip;                  /* resync of a degraded mirror: copies not readable
+	                                 * (in bad too, never written) */
 	atomic_uint pending;
 	struct array_child child[TC_ARRAY_MAX_MEMBERS];
 };
@@ -818,7 +822,7 @@ static void ms_check_read(struct array_child *c, int result)
 			m->differ |= 1u << i;
 	if (m->differ)
 		m->w->mismatches++;
-	uint32_t write = m->bad | (m->w->kind == SYNC_REPAIR ? m->differ : 0);
+	uint32_t write = (m->bad & ~m->skip) | (m->w->kind == SYNC_REPAIR ? m->differ : 0);
 	atomic_store(&m->pending, 1);
 	for (unsigned i = 0; i < m->ext.ncopies; i++) {
 		if (!(write & (1u << i)))
@@ -837,14 +841,25 @@ static void ms_check_locked(struct array_lock *l)
 	struct msync *m = (struct msync *)l;
 	struct tc_array *a = m->a;
 
+	/* A mirror's resync after a crash goes on degraded, over the copies there are
+	 * (md's raid10 resyncs degraded too): the longer it waits, the likelier the
+	 * copy reads take fails before the others agree with it, and they flip. */
+	bool degraded_ok = atomic_load(&a->unsynced);
+	m->skip = 0;
 	for (unsigned i = 0; i < m->ext.ncopies; i++)
 		if (!array_member_readable(a, m->ext.copy[i].member, m->ext.copy[i].offset)) {
-			m->result = -EBUSY;
-			ms_end(m);
-			return;
+			if (!degraded_ok) {
+				m->result = -EBUSY;
+				ms_end(m);
+				return;
+			}
+			m->skip |= 1u << i;
 		}
+	m->bad = m->skip;
 	atomic_init(&m->pending, 1);
 	for (unsigned i = 0; i < m->ext.ncopies; i++) {
+		if (m->skip & (1u << i))
+			continue;
 		atomic_fetch_add(&m->pending, 1);
 		array_child_submit_to(a, &m->child[i], m->ext.copy[i].member, 0, TC_OP_READ, 0,
 				      m->ext.copy[i].offset, a->chunk, m->buf + a->chunk * i,
@@ -1206,8 +1221,9 @@ int array_resync_start(struct tc_array *a)
 
 	pthread_mutex_lock(&a->lock);
 	struct array_sync *s = a->sync;
-	if (s->action != TC_ARRAY_SYNC_IDLE || s->inflight || atomic_load(&a->faulty) ||
-	    !((a->level->parity && a->map) || atomic_load(&a->unsynced)))
+	bool mirror = atomic_load(&a->unsynced);
+	if (s->action != TC_ARRAY_SYNC_IDLE || s->inflight ||
+	    (atomic_load(&a->faulty) && !mirror) || !((a->level->parity && a->map) || mirror))
 		ret = -EBUSY;
 	else
 		sync_check_begin(a, TC_ARRAY_SYNC_REPAIR, true);

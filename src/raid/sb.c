@@ -1464,10 +1464,11 @@ int tc_array_assemble(tc_ctx *ctx, tc_dev **devs, unsigned n, unsigned flags,
 		atomic_store(&a->unsynced, true);
 		tc_warn(ctx, "array %s: not shut down cleanly: the copies are resynced (%s); "
 			"reads take the first readable copy until then", R->name,
-			missing || rebuilding ? "after the rebuild" : "now");
+			rebuilding ? "after the rebuild" : "now");
 	}
-	/* A dirty array with the write-intent map: resync the regions it names. */
-	if ((resync || mirror_resync) && !readonly && !missing && !rebuilding)
+	/* A dirty array with the write-intent map: resync the regions it names (a
+	 * mirror's degraded too, over the copies there are). */
+	if (((resync && !missing) || mirror_resync) && !readonly && !rebuilding)
 		array_resync_start(a);
 	/* The rebuild recorded in the superblocks goes on from its checkpoint. */
 	if (rebuilding && !readonly) {
