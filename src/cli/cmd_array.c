@@ -311,7 +311,7 @@ static const char help[] =
 "SYNOPSIS\n"
 "    tiercache array status [--control PATH] [--json] [DEVICE... | NAME]\n"
 "    tiercache array assemble [--force] [--json] DEVICE...\n"
-"    tiercache array fail NAME MEMBER [--control PATH] [--json]\n"
+"    tiercache array fail NAME MEMBER [--force] [--control PATH] [--json]\n"
 "    tiercache array add-spare NAME DEVICE [--force] [--control PATH] [--json]\n"
 "    tiercache array remove NAME MEMBER [--control PATH] [--json]\n"
 "    tiercache array replace NAME SLOT DEVICE [--force] [--control PATH] [--json]\n"
@@ -349,7 +349,9 @@ static const char help[] =
 "    slot number) of the array NAME of the running server faulty, as an I/O error\n"
 "    would: for drills and tests.  The array goes on degraded while its redundancy\n"
 "    lasts; the other members' superblocks record the failure, so the failed member\n"
-"    is stale at the next assembly and is left out.\n"
+"    is stale at the next assembly and is left out.  Refused when the array survives\n"
+"    no more member failures and MEMBER is active: that would fail the array and make\n"
+"    its data unreachable; --force fails it anyway.\n"
 "\n"
 "    The commands below change an array of the running server (--control), live.\n"
 "\n"
@@ -532,7 +534,7 @@ static int array_status(int argc, char **argv, const char *control, bool json)
 	return TC_EXIT_OK;
 }
 
-static int array_fail(int argc, char **argv, const char *control, bool json)
+static int array_fail(int argc, char **argv, const char *control, bool json, bool force)
 {
 	if (argc - optind != 2)
 		return cli_usage("array fail: expected NAME MEMBER");
@@ -545,6 +547,8 @@ static int array_fail(int argc, char **argv, const char *control, bool json)
 	json_object_object_add(req, "op", json_object_new_string("array_fail"));
 	json_object_object_add(req, "array", json_object_new_string(name));
 	json_object_object_add(req, "member", json_object_new_string(member));
+	if (force)
+		json_object_object_add(req, "force", json_object_new_boolean(true));
 	json_object *res = call(control, req, &resp);
 	json_object_put(req);
 	if (!res) {
@@ -558,12 +562,11 @@ static int array_fail(int argc, char **argv, const char *control, bool json)
 		print_json(res);
 	} else {
 		uint64_t slot = cli_ju64(res, "failed_slot");
-		json_object *ms, *jr;
-		json_object_object_get_ex(res, "members", &ms);
+		json_object *jr;
 		json_object_object_get_ex(res, "redundancy", &jr);
-		json_object *m = ms ? json_object_array_get_idx(ms, (size_t)slot) : NULL;
+		/* The device failed (a hot spare may hold the slot by now). */
 		printf("array %s: member %" PRIu64 " (%s) %s; the array is %s (survives %d more "
-		       "member failures)\n", name, slot, m ? cli_jstr(m, "device") : "-",
+		       "member failures)\n", name, slot, cli_jstr(res, "failed_device"),
 		       was ? "was already faulty" : "marked faulty", cli_jstr(res, "state"),
 		       jr && json_object_get_int(jr) > 0 ? json_object_get_int(jr) : 0);
 	}
@@ -783,8 +786,10 @@ int cmd_array(int argc, char **argv)
 		default: return cli_bad_option(argv + 1);
 		}
 	}
-	if (force && strcmp(sub, "assemble") && strcmp(sub, "add-spare") && strcmp(sub, "replace"))
-		return cli_usage("--force: for `array assemble`, `add-spare` and `replace` only");
+	if (force && strcmp(sub, "assemble") && strcmp(sub, "add-spare") && strcmp(sub, "replace") &&
+	    strcmp(sub, "fail"))
+		return cli_usage("--force: for `array assemble`, `fail`, `add-spare` and `replace` "
+				 "only");
 	if (repair && strcmp(sub, "check"))
 		return cli_usage("--repair: for `array check` only");
 	if ((min || max || prio) && strcmp(sub, "rebuild-rate"))
@@ -808,5 +813,5 @@ int cmd_array(int argc, char **argv)
 		return array_check(argc - 1, argv + 1, control, json, repair);
 	if (!strcmp(sub, "rebuild-rate"))
 		return array_rebuild_rate(argc - 1, argv + 1, control, json, min, max, prio);
-	return array_fail(argc - 1, argv + 1, control, json);
+	return array_fail(argc - 1, argv + 1, control, json, force);
 }

@@ -378,19 +378,44 @@ static tc_dev *req_member(tc_host *h, json_object *req, const char *need, unsign
 	return *slot < n ? a : NULL;
 }
 
-/* "member": the member's device (as the array names it) or its slot number. */
+/* "member": the member's device (as the array names it) or its slot number;
+ * "force": fail it even when the array cannot survive that (a drill past the
+ * redundancy makes the data unreachable until the member is back). */
 static json_object *op_array_fail(tc_host *h, json_object *req)
 {
-	json_object *err = NULL;
+	json_object *err = NULL, *v;
 	unsigned slot;
 	tc_dev *a = req_member(h, req, "member", &slot, &err);
 	if (!a)
 		return err;
+	bool force = json_object_object_get_ex(req, "force", &v) &&
+		     json_object_get_boolean(v);
+	struct tc_array_status *st = malloc(sizeof(*st));
+	if (!st)
+		return ctl_error(ENOMEM, NULL);
+	tc_array_status(a, st);
+	/* The device failed, named before a hot spare takes its slot. */
+	char dev[4096 + 16];
+	snprintf(dev, sizeof(dev), "%s", st->member[slot].name ? st->member[slot].name : "-");
+	bool last = st->member[slot].state == TC_MEMBER_ACTIVE && st->redundancy <= 0 &&
+		    !st->failed;
+	free(st);
+	if (last && !force) {
+		struct tc_array_identity id;
+		tc_array_identity(a, &id);
+		char msg[4096 + 512];
+		snprintf(msg, sizeof(msg), "array \"%s\": failing member %u (%s) would fail the "
+			 "array: it survives no more member failures, and its data would be "
+			 "unreachable until that member is back; give --force to fail it anyway",
+			 id.name, slot, dev);
+		return ctl_error(EBUSY, msg);
+	}
 	int r = tc_array_fail_member(a, slot);
 	if (r < 0)
 		return ctl_error(-r, NULL);
 	json_object *o = ctl_array_json(a, NULL);
 	json_object_object_add(o, "failed_slot", u64(slot));
+	json_object_object_add(o, "failed_device", json_object_new_string(dev));
 	json_object_object_add(o, "was_faulty", json_object_new_boolean(r == 1));
 	return ok(o);
 }

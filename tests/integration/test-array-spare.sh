@@ -69,7 +69,9 @@ log "fail a member: the spare rebuilds while fio verifies"
 bg fio --name=v --ioengine=nbd --uri="$(uri v5)" --verify_state_save=0 $W $COMMON \
 	--verify_only --loops=3
 VER=$BG
-ctl array fail r5 d1 >/dev/null
+ctl array fail r5 d1 >fail.txt
+# The device failed is named, not the spare that took its slot.
+grep -q "^array r5: member 1 ($T/d1) marked faulty" fail.txt || fail "array fail: $(cat fail.txt)"
 ctl array status --json r5 >rb.json
 [ "$(json_get rb.json arrays 0 members slot=1 device)" = "$T/s0" ] || fail "spare not in slot 1"
 [ "$(json_get rb.json arrays 0 members slot=1 state)" = rebuilding ] || fail "not rebuilding: $(cat rb.json)"
