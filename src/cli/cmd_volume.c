@@ -1350,11 +1350,19 @@ int cmd_attach(int argc, char **argv)
 	if (o.discard)
 		json_object_object_add(req, "discard_dirty", json_object_new_boolean(1));
 	/* Offline, the cache is one of the devices to assemble (the backing is opened
-	 * by the attach itself). */
+	 * by the attach itself), named as the request names it: an array spec given
+	 * relative and absolute was two devices to the host, which opened its members
+	 * twice and refused its own lock. */
 	bool have = false;
-	for (int i = 0; i < o.ndevices; i++)
-		have |= !strcmp(o.devices[i], o.cache);
+	for (int i = 0; i < o.ndevices; i++) {
+		char dabs[PATH_MAX];
+		if (!strcmp(o.devices[i], o.cache) ||
+		    (!cli_abs_spec(o.devices[i], dabs, sizeof(dabs)) && !strcmp(dabs, cabs))) {
+			o.devices[i] = cabs;
+			have = true;
+		}
+	}
 	if (!have)
-		o.devices[o.ndevices++] = o.cache;
+		o.devices[o.ndevices++] = cabs;
 	return finish(&o, req, "attach", print_attach);
 }

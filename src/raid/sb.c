@@ -771,7 +771,9 @@ static int array_consistency_attach(struct tc_array *a, const struct raid_sb *sb
 		return array_ppl_enable(a, sb->uuid);
 	if (sb->flags & RAID_SB_BITMAP) {
 		int r = raid_map_attach(a, sb->uuid, live, readonly, resync);
-		if (!r && resync && *resync)
+		/* Read-only (an inspection, maybe of an array a server has open): nothing
+		 * is resynced, so nothing to say. */
+		if (!r && resync && *resync && !readonly)
 			tc_warn(a->dev.ctx, "array %s: not shut down cleanly: %" PRIu64 " regions "
 				"of the write-intent map to resync", a->dev.name, *resync);
 		return r;

@@ -110,6 +110,13 @@ ctl array fail r6 "$T/d7" >/dev/null
 	fail "r6 not degraded"
 expect_fail 1 'array "r6": no member "d9"' ctl array fail r6 d9
 expect_fail 1 'array "nope": no such array' ctl array fail nope d1
+# A drill past the redundancy is refused (the data would be unreachable): r6 has lost
+# two members, r5 one.
+expect_fail 1 'array "r6": failing member 0 \('"$T"'/d4\) would fail the array: it survives no more member failures.*give --force' \
+	ctl array fail r6 d4
+expect_fail 1 'array "r5": failing member 3 .* would fail the array' ctl array fail r5 3
+[ "$(ctl array status --json r6 | json_get - arrays 0 state)" = degraded ] ||
+	fail "r6 not degraded after a refused fail"
 for v in v5 v6; do
 	# shellcheck disable=SC2086
 	fio_nbd "$v" "$v-v1" $W $COMMON --verify_only
@@ -150,4 +157,17 @@ grep -q "array member $T/gone cannot be used" "$LOG" || fail "gone member not na
 # shellcheck disable=SC2086
 fio_nbd v5 v5-v4 $W $COMMON --verify_only
 stop_server
+
+log "offline attach with a RAID 1 pool as the cache, named by relative paths"
+truncate -s 96M p0 p1 b0
+tc create array pool --level 1 p0 p1 >/dev/null
+tc create cache array:p0,p1 >/dev/null
+tc create backing b0 --name vp >/dev/null
+# The spec given relative and absolute was two devices to the offline host, which
+# opened the members twice and refused its own lock.
+tc attach --cache array:p0,p1 --backing b0 >att.txt 2>att.err ||
+	fail "offline attach on an array cache: $(cat att.err)"
+grep -q '^volume "vp": attached to cache array:' att.txt || fail "attach: $(cat att.txt)"
+! grep -q 'not shut down cleanly' att.err || fail "attach warned: $(cat att.err)"
+[ "$(tc array status --json p0 p1 | json_get - dirty)" = False ] || fail "pool left dirty"
 log "ok"
