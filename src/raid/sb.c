@@ -1408,6 +1408,35 @@ int tc_array_assemble(tc_ctx *ctx, tc_dev **devs, unsigned n, unsigned flags,
 		r = -ENODEV;
 		goto fail_spares;
 	}
+	/* A member the array last ran with, not among the devices given: starting
+	 * without it makes it stale for good (a typo in a member list costs the array
+	 * its redundancy), so a writable assembly refuses unless forced, as mdadm
+	 * --assemble does without --run.  A forced one records it faulty, and later
+	 * assemblies without it go on as for any failed member.  Nothing is written
+	 * before this but a clean log's wipe (a dirty and degraded parity array was
+	 * refused above). */
+	if (!readonly && !(flags & TC_ARRAY_FORCE) && r == 0) {
+		unsigned absent = 0;
+		char absent_list[128] = "";
+		for (unsigned s = 0; s < R->members; s++)
+			if (!slot_dev[s] && R->slot[s].state != TC_MEMBER_FAULTY) {
+				size_t used = strlen(absent_list);
+				snprintf(absent_list + used, sizeof(absent_list) - used, "%s%u",
+					 absent ? ", " : "", s);
+				absent++;
+			}
+		if (absent) {
+			tc_err(ctx, "array %s: slot %s, %s the array last ran with, %s not among "
+			       "the devices given: starting without %s would leave %s stale for "
+			       "good; give every member, or start it degraded once with `tiercache "
+			       "array assemble --force`", R->name, absent_list,
+			       absent > 1 ? "members" : "a member", absent > 1 ? "are" : "is",
+			       absent > 1 ? "them" : "it", absent > 1 ? "them" : "it");
+			tc_dev_close(dev);
+			r = -ENODEV;
+			goto fail_spares;
+		}
+	}
 	if (rebuilding) {
 		atomic_store(&a->rebuild_pos, R->rebuild_pos);
 		tc_info(ctx, "array %s: a rebuild was under way: checkpoint %" PRIu64 " bytes of "

@@ -170,4 +170,14 @@ tc attach --cache array:p0,p1 --backing b0 >att.txt 2>att.err ||
 grep -q '^volume "vp": attached to cache array:' att.txt || fail "attach: $(cat att.txt)"
 ! grep -q 'not shut down cleanly' att.err || fail "attach warned: $(cat att.err)"
 [ "$(tc array status --json p0 p1 | json_get - dirty)" = False ] || fail "pool left dirty"
+
+log "a member list missing a member the array last ran with is refused, nothing written"
+truncate -s 96M q0 q1 q2
+tc create array rq --level 5 --chunk 64K q0 q1 q2 >/dev/null
+before=$(sums q0 q1 q2)
+expect_fail 1 'array rq: slot 2, a member the array last ran with, is not among the devices given.*array assemble --force' \
+	tc create backing array:q0,q1 --name vq
+[ "$(sums q0 q1 q2)" = "$before" ] || fail "the refused create wrote"
+tc array assemble --force q0 q1 >/dev/null 2>&1 || fail "forced assembly"
+tc create backing array:q0,q1 --name vq >/dev/null || fail "create backing once started degraded"
 log "ok"

@@ -470,6 +470,46 @@ static void test_dirty_degraded(void **state)
 	/* RAID 1 has no parity to be wrong: dirty and degraded starts. */
 }
 
+/* A clean array assembled without a member it last ran with (a typo in a member
+ * list): refused with nothing written, as mdadm --assemble without --run; forced,
+ * it starts degraded and records the member faulty, after which an assembly
+ * without it goes on unforced (found by a new user's trial: `create backing` on
+ * such a spec made the member stale for good). */
+static void test_absent_member(void **state)
+{
+	struct fx *f = *state;
+	const unsigned idx[] = { 0, 1, 2 }, two[] = { 0, 2 };
+	struct tc_array_member_info mi;
+	tc_dev *a, *d;
+
+	assert_int_equal(create(f, "r5a", TC_RAID5, 0, idx, 3, NULL, 0, 0, &a), 0);
+	tc_dev_close(a);
+	d = open_m(f, 0, TC_DEV_READONLY);
+	assert_int_equal(tc_array_examine(f->ctx, d, &mi), 1);
+	uint64_t events = mi.events;
+	tc_dev_close(d);
+	assert_int_equal(assemble(f, two, 2, 0, &a), -ENODEV);
+	assert_null(a);
+	assert_non_null(strstr(f->log.last, "array r5a: slot 1, a member the array last ran "
+				"with, is not among the devices given"));
+	assert_non_null(strstr(f->log.last, "tiercache array assemble --force"));
+	d = open_m(f, 0, TC_DEV_READONLY);
+	assert_int_equal(tc_array_examine(f->ctx, d, &mi), 1);
+	assert_int_equal(mi.events, events);            /* nothing written */
+	assert_false(mi.dirty);
+	tc_dev_close(d);
+	assert_int_equal(assemble(f, two, 2, TC_ARRAY_FORCE, &a), 0);
+	tc_dev_close(a);
+	assert_int_equal(assemble(f, two, 2, 0, &a), 0); /* recorded faulty now */
+	struct tc_array_status st;
+	assert_int_equal(tc_array_status(a, &st), 0);
+	assert_true(st.degraded);
+	tc_dev_close(a);
+	/* Read-only (an inspection) never refuses. */
+	assert_int_equal(assemble(f, idx, 3, TC_ARRAY_READONLY, &a), 0);
+	tc_dev_close(a);
+}
+
 static void test_readonly_writes_nothing(void **state)
 {
 	struct fx *f = *state;
@@ -751,6 +791,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_stale_member, fx_setup, fx_teardown),
 		cmocka_unit_test_setup_teardown(test_stale_named, fx_setup, fx_teardown),
 		cmocka_unit_test_setup_teardown(test_dirty_degraded, fx_setup, fx_teardown),
+		cmocka_unit_test_setup_teardown(test_absent_member, fx_setup, fx_teardown),
 		cmocka_unit_test_setup_teardown(test_readonly_writes_nothing, fx_setup, fx_teardown),
 		cmocka_unit_test_setup_teardown(test_create_refusals, fx_setup, fx_teardown),
 		cmocka_unit_test_setup_teardown(test_force_over_cache, fx_setup, fx_teardown),
