@@ -227,6 +227,12 @@ int cmd_create_array(int argc, char **argv, const char *help)
 		return cli_usage("create array: \"%s\" is not an array name (1-%d characters of "
 				 "[A-Za-z0-9._-], not \".\", \"..\" or starting with '-')", name,
 				 TC_NAME_MAX - 1);
+	/* The NAME forgotten: the first member would become the name, unsaid. */
+	struct stat nst;
+	if (stat(name, &nst) == 0 && (S_ISREG(nst.st_mode) || S_ISBLK(nst.st_mode)))
+		return cli_usage("create array: the name \"%s\" is also a %s here: the array's "
+				 "name comes first (create array NAME --level L DEVICE...)", name,
+				 S_ISBLK(nst.st_mode) ? "block device" : "file");
 	if (!level_arg)
 		return cli_usage("create array: --level LEVEL is required (0, 1, 5, 6 or 10)");
 	int level = tc_raid_level_parse(level_arg);
@@ -390,7 +396,9 @@ static const char help[] =
 "    passes, per member, in force at once (after Linux md's speed_limit_min and\n"
 "    _max): the pass runs at --max while the array has no other I/O, and at\n"
 "    min + (max - min) x priority / 100 under load.  Options not given keep their\n"
-"    value; without any, the rates in force are shown.\n"
+"    value; without any, the rates in force are shown.  The rates last as long as the\n"
+"    server: they are not stored on the members, so a restart goes back to the\n"
+"    defaults (as md's sysctls do at boot).\n"
 "\n"
 "    `array status` shows the spares and retired members (slot -), the background\n"
 "    pass (rebuild, check or repair: position, rate, ETA, mismatches), the last\n"
@@ -573,10 +581,11 @@ static int array_fail(int argc, char **argv, const char *control, bool json, boo
 		json_object *jr;
 		json_object_object_get_ex(res, "redundancy", &jr);
 		/* The device failed (a hot spare may hold the slot by now). */
+		int red = jr && json_object_get_int(jr) > 0 ? json_object_get_int(jr) : 0;
 		printf("array %s: member %" PRIu64 " (%s) %s; the array is %s (survives %d more "
-		       "member failures)\n", name, slot, cli_jstr(res, "failed_device"),
+		       "member failure%s)\n", name, slot, cli_jstr(res, "failed_device"),
 		       was ? "was already faulty" : "marked faulty", cli_jstr(res, "state"),
-		       jr && json_object_get_int(jr) > 0 ? json_object_get_int(jr) : 0);
+		       red, red == 1 ? "" : "s");
 	}
 	json_object_put(resp);
 	return TC_EXIT_OK;
@@ -604,9 +613,9 @@ static int array_change(const char *control, json_object *req, bool json, const 
 	} else {
 		json_object *jr;
 		json_object_object_get_ex(res, "redundancy", &jr);
-		printf("array %s: %s; the array is %s (survives %d more member failures)", name,
-		       what, cli_jstr(res, "state"),
-		       jr && json_object_get_int(jr) > 0 ? json_object_get_int(jr) : 0);
+		int red = jr && json_object_get_int(jr) > 0 ? json_object_get_int(jr) : 0;
+		printf("array %s: %s; the array is %s (survives %d more member failure%s)", name,
+		       what, cli_jstr(res, "state"), red, red == 1 ? "" : "s");
 		if (strcmp(cli_jstr(res, "sync"), "idle"))
 			printf(", %s running", cli_jstr(res, "sync"));
 		printf("\n");

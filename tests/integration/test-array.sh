@@ -68,6 +68,8 @@ tc create array r6 --level 6 --chunk 64K --json d4 d5 d6 d7 --force >r6.json
 [ "$(json_get r6.json size)" = $((2 * 88 * 1048576)) ] || fail "r6 size: $(cat r6.json)"
 expect_fail 1 'member .*/d1 belongs to array "r5" \(uuid [0-9a-f-]*\); give --force' \
 	tc create array again --level 1 d1 d8
+expect_fail 2 'the name "d8" is also a file here: the array.s name comes first' \
+	tc create array d8 --level 1 d9 d10
 
 log "array status from the members, in any order"
 tc array status d2 d0 d3 d1 >st.txt
