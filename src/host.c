@@ -65,7 +65,40 @@ static struct host_dev *host_dev_match(tc_host *h, const char *spec, bool have,
 	return NULL;
 }
 
-/* The host's device given as @spec, or with the same file behind it, or NULL. */
+static tc_dev *host_array_holding(tc_host *h, const char *spec, bool have,
+				  const struct stat *st);
+
+/* An "array:M1,M2,..." spec naming an array the host has open under another spec
+ * (its members changed since: a spare took a slot, a member was removed): that
+ * array's device, when every member given that the host knows is one of it. */
+static struct host_dev *host_array_by_members(tc_host *h, const char *spec)
+{
+	char *list = strdup(spec + 6), *save = NULL;
+	tc_dev *arr = NULL;
+	bool mixed = false;
+	if (!list)
+		return NULL;
+	for (char *m = strtok_r(list, ",", &save); m && !mixed; m = strtok_r(NULL, ",", &save)) {
+		struct stat st;
+		bool have = spec_stat(m, &st) == 0;
+		tc_dev *a = host_array_holding(h, m, have, &st);
+		if (a && arr && a != arr)
+			mixed = true;
+		else if (a)
+			arr = a;
+	}
+	free(list);
+	struct host_dev *found = NULL;
+	pthread_mutex_lock(&h->lock);
+	for (unsigned i = 0; i < h->ndevs && arr && !mixed && !found; i++)
+		if (h->devs[i]->base == arr)
+			found = h->devs[i];
+	pthread_mutex_unlock(&h->lock);
+	return found;
+}
+
+/* The host's device given as @spec, or with the same file behind it, or (an array
+ * spec) the open array of those members, or NULL. */
 static struct host_dev *host_dev_find(tc_host *h, const char *spec)
 {
 	struct stat st;
@@ -73,6 +106,8 @@ static struct host_dev *host_dev_find(tc_host *h, const char *spec)
 	pthread_mutex_lock(&h->lock);
 	struct host_dev *found = host_dev_match(h, spec, have, &st);
 	pthread_mutex_unlock(&h->lock);
+	if (!found && !strncmp(spec, "array:", 6))
+		found = host_array_by_members(h, spec);
 	return found;
 }
 

@@ -114,6 +114,17 @@ grep -q "^array r5: $T/d1 removed; the array is active" rm.txt || fail "remove: 
 [ "$(ctl array status --json r5 | json_get - arrays 0 extra)" = "[]" ] ||
 	fail "d1 still listed: $(ctl array status r5)"
 expect_fail 1 "array r5: no member or spare named $T/d1" ctl array remove r5 d1
+
+log "attach a cache live, the backing named by the array's members of now"
+# The server opened r5 as array:d0,d1,d2; its members are d0 s0 d2 now.  Named so,
+# it was another device to the server, which opened the members again and refused
+# its own locks.
+truncate -s 64M c.img
+tc create cache c.img >/dev/null
+ctl attach --cache c.img --backing array:d0,s0,d2 --write-policy wt >att.txt 2>att.err ||
+	fail "attach with the members of now: $(cat att.err)"
+grep -q '^volume "v5": attached to cache' att.txt || fail "attach: $(cat att.txt)"
+ctl detach v5 >/dev/null
 stop_server
 
 log "the members say so too: d0 s0 d2, active and clean"
