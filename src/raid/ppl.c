@@ -208,7 +208,7 @@ static tc_dev *ppl_dev(tc_dev *const *dev, const uint64_t *valid, unsigned n, un
 static int ppl_apply(tc_ctx *ctx, const char *name, tc_dev *const *dev,
 		     const uint64_t *valid, unsigned n,
 		     unsigned m, uint32_t chunk, uint64_t data_offset, struct parity *par,
-		     const struct ppl_found *f, const uint8_t *pp)
+		     const struct ppl_found *f, const uint8_t *pp, bool *kept)
 {
 	const struct raid_ppl_entry *e = &f->e;
 	unsigned k = n - m;
@@ -243,10 +243,8 @@ static int ppl_apply(tc_ctx *ctx, const char *name, tc_dev *const *dev,
 		if (!r)
 			parity_update(par, len, d, delta, P);
 	}
-	if (!r && keep_hi > keep_lo) {
-		tc_warn(ctx, "array %s: stripe %" PRIu64 ": the chunk being written at the crash "
-			"is on a missing member: its rows %" PRIu64 "..%" PRIu64 " keep their parity "
-			"(what that write left there is lost)", name, e->stripe, keep_lo, keep_hi);
+	*kept = !r && keep_hi > keep_lo;
+	if (*kept) {
 		for (unsigned p = 0; p < m && !r; p++) {
 			tc_dev *pdv = ppl_dev(dev, valid, n, m, chunk, e->stripe, k + p);
 			if (!pdv)
@@ -278,9 +276,10 @@ int raid_ppl_recover(tc_ctx *ctx, const char *name, tc_dev *const *dev,
 	struct ppl_found *found = calloc((size_t)n * nslots + 1, sizeof(*found));
 	uint8_t *area = aligned_alloc(4096, (size_t)ssize * nslots);
 	struct parity *par = NULL;
-	unsigned nfound = 0;
+	unsigned nfound = 0, nkept = 0;
 	int r = 0, recovered = 0;
-	char why[200];
+	char why[200], kept_list[200] = "";
+	size_t used = 0;
 
 	if (!found || !area || !nslots || parity_new(k, m, &par) < 0) {
 		r = nslots ? -ENOMEM : -EINVAL;
@@ -333,12 +332,24 @@ int raid_ppl_recover(tc_ctx *ctx, const char *name, tc_dev *const *dev,
 			continue;
 		r = tc_dev_io(dev[found[x].member], TC_OP_READ, 0, area, ssize,
 			      RAID_PPL_OFFSET + ssize * found[x].slot);
+		bool kept = false;
 		if (!r)
 			r = ppl_apply(ctx, name, dev, valid, n, m, chunk, data_offset, par, &found[x],
-				      area + RAID_PPL_HDR);
+				      area + RAID_PPL_HDR, &kept);
 		if (!r)
 			recovered++;
+		if (kept && nkept < 8)
+			used += (size_t)snprintf(kept_list + used, sizeof(kept_list) - used, "%s%"
+						 PRIu64, nkept ? ", " : "", found[x].e.stripe);
+		nkept += kept;
 	}
+	/* One line for them all: the log keeps the entries of completed updates too (a
+	 * slot is reused only when needed), so most of these were not in flight. */
+	if (!r && nkept)
+		tc_warn(ctx, "array %s: partial-parity log: %u stripes had a logged write into a "
+			"chunk on a member missing or being rebuilt (stripes %s%s): where such a "
+			"write was in flight at the crash, its rows keep their parity and what it "
+			"left there is lost", name, nkept, kept_list, nkept > 8 ? ", ..." : "");
 	if (!r && recovered)
 		tc_warn(ctx, "array %s: partial-parity log: parity of %d stripes written at the "
 			"crash recomputed", name, recovered);
