@@ -123,7 +123,21 @@ void array_health_changed(struct tc_array *a)
 	pthread_mutex_unlock(&a->lock);
 }
 
+static bool member_fail(struct tc_array *a, unsigned i, const char *why, int err,
+			enum tc_log_level level);
+
 bool array_member_fail(struct tc_array *a, unsigned i, const char *why, int err)
+{
+	return member_fail(a, i, why, err, TC_LOG_ERROR);
+}
+
+bool array_member_absent(struct tc_array *a, unsigned i, const char *why)
+{
+	return member_fail(a, i, why, 0, TC_LOG_WARN);
+}
+
+static bool member_fail(struct tc_array *a, unsigned i, const char *why, int err,
+			enum tc_log_level level)
 {
 	int expect = TC_MEMBER_ACTIVE;
 
@@ -146,10 +160,10 @@ bool array_member_fail(struct tc_array *a, unsigned i, const char *why, int err)
 	atomic_fetch_or(&a->faulty, 1u << i);
 	const char *name = a->m[i].dev ? a->m[i].dev->name : "removed";
 	if (err)
-		tc_err(a->dev.ctx, "array %s: member %u (%s) faulty after a %s (%s)", a->dev.name,
-		       i, name, why, strerror(err));
+		tc_log(a->dev.ctx, level, "array %s: member %u (%s) faulty after a %s (%s)",
+		       a->dev.name, i, name, why, strerror(err));
 	else
-		tc_err(a->dev.ctx, "array %s: member %u (%s) faulty: %s", a->dev.name, i,
+		tc_log(a->dev.ctx, level, "array %s: member %u (%s) faulty: %s", a->dev.name, i,
 		       name, why);
 	array_health_changed(a);
 	if (a->persist)

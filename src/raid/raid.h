@@ -317,6 +317,9 @@ static inline bool array_failed(const struct tc_array *a)
  * errno or 0): logged, redundancy recomputed and reported (TC_DEV_DEGRADED,
  * TC_DEV_FAILED).  Returns false when it already was faulty. */
 bool array_member_fail(struct tc_array *a, unsigned i, const char *why, int err);
+/* array_member_absent - the same at assembly, for a member missing or recorded faulty
+ * there: a state known already, logged as a warning, not as a new failure. */
+bool array_member_absent(struct tc_array *a, unsigned i, const char *why);
 
 /* The shared engine of the mapped levels (RAID 0, 1, 10). */
 void array_submit_mapped(struct tc_array *a, struct tc_io *io);

@@ -1367,8 +1367,8 @@ int tc_array_assemble(tc_ctx *ctx, tc_dev **devs, unsigned n, unsigned flags,
 	struct tc_array *a = (struct tc_array *)dev;
 	for (unsigned s = 0; s < R->members; s++)
 		if (!slot_dev[s] || R->slot[s].state == TC_MEMBER_FAULTY)
-			array_member_fail(a, s, slot_dev[s] ? "recorded faulty in the superblocks"
-					  : "missing at assembly", 0);
+			array_member_absent(a, s, slot_dev[s] ? "recorded faulty in the superblocks"
+					    : "missing at assembly");
 	/* Rebuild checkpoint: a member recorded rebuilding keeps its state, and the array
 	 * its position, before anything is submitted.  It counts against the redundancy
 	 * until the rebuild ends, as after a takeover (its faulty bit is set). */
