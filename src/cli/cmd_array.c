@@ -121,9 +121,14 @@ static void print_array(json_object *a)
 		printf("  consistency: partial-parity log (no write hole)\n");
 	printf("  %-4s  %-10s  %s\n", "SLOT", "STATE", "DEVICE");
 	for (size_t i = 0; ms && i < json_object_array_length(ms); i++) {
-		json_object *m = json_object_array_get_idx(ms, i);
-		printf("  %-4" PRIu64 "  %-10s  %s\n", cli_ju64(m, "slot"), cli_jstr(m, "state"),
+		json_object *m = json_object_array_get_idx(ms, i), *jr;
+		printf("  %-4" PRIu64 "  %-10s  %s", cli_ju64(m, "slot"), cli_jstr(m, "state"),
 		       cli_jstr(m, "device"));
+		/* A replace: the member copied from stays in service until the copy ends. */
+		if (json_object_object_get_ex(m, "replacing", &jr))
+			printf(" (replacing %s, in service until the copy ends)",
+			       json_object_get_string(jr));
+		printf("\n");
 	}
 	json_object *ex = NULL;
 	json_object_object_get_ex(a, "extra", &ex);

@@ -1149,8 +1149,8 @@ int tc_array_set_rebuild(tc_dev *array, const struct tc_array_rebuild_opts *o)
 	uint64_t lo = o->min_rate ? o->min_rate : TC_ARRAY_REBUILD_MIN_DEFAULT;
 	uint64_t hi = o->max_rate ? o->max_rate : TC_ARRAY_REBUILD_MAX_DEFAULT;
 	if (lo > hi) {
-		tc_err(a->dev.ctx, "array %s: rebuild floor %" PRIu64 " bytes/s above the "
-		       "ceiling %" PRIu64, a->dev.name, lo, hi);
+		tc_err(a->dev.ctx, "array %s: rebuild floor %.1f MB/s (--min) above the ceiling "
+		       "%.1f MB/s (--max)", a->dev.name, (double)lo / 1e6, (double)hi / 1e6);
 		return -EINVAL;
 	}
 	if (o->priority > 100) {

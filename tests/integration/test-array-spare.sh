@@ -47,7 +47,7 @@ expect_fail 1 'array "nope": no such array' ctl array check nope
 expect_fail 1 'array "r5": slot 7: not a slot number 0..2' ctl array replace r5 7 s1
 expect_fail 2 '--priority: .*101' ctl array rebuild-rate r5 --priority 101
 expect_fail 2 '--min: "fast" is not a rate in MB/s' ctl array rebuild-rate r5 --min fast
-expect_fail 1 'array r5: rebuild floor 300000000 bytes/s above the' \
+expect_fail 1 'array r5: rebuild floor 300.0 MB/s \(--min\) above the ceiling 200.0 MB/s' \
 	ctl array rebuild-rate r5 --min 300
 expect_fail 2 '--repair: for `array check` only' ctl array fail r5 d0 --repair
 unchanged
@@ -115,23 +115,39 @@ grep -q "^array r5: $T/d1 removed; the array is active" rm.txt || fail "remove: 
 	fail "d1 still listed: $(ctl array status r5)"
 expect_fail 1 "array r5: no member or spare named $T/d1" ctl array remove r5 d1
 
+log "replace d0 by s1 live: d0 stays in service until the copy ends"
+ctl array rebuild-rate r5 --min 1 --max 4 >/dev/null  # slow enough to be seen copying
+ctl array replace r5 0 s1 >rep.txt
+grep -q '^array r5: ' rep.txt || fail "replace: $(cat rep.txt)"
+ctl array status r5 >rs.txt
+grep -Eq "^  0 +rebuilding +$T/s1 \(replacing $T/d0, in service until the copy ends\)" rs.txt ||
+	fail "replace not shown: $(cat rs.txt)"
+[ "$(ctl array status --json r5 | json_get - arrays 0 state)" = active ] ||
+	fail "not active (full redundancy) during the replace: $(cat rs.txt)"
+ctl array rebuild-rate r5 --max unlimited --priority 100 >/dev/null
+wait_until 60 active
+[ "$(ctl array status --json r5 | json_get - arrays 0 members slot=0 device)" = "$T/s1" ] ||
+	fail "s1 not in slot 0: $(ctl array status r5)"
+# shellcheck disable=SC2086
+fio_nbd v5 v4 $W $COMMON --verify_only
+
 log "attach a cache live, the backing named by the array's members of now"
-# The server opened r5 as array:d0,d1,d2; its members are d0 s0 d2 now.  Named so,
+# The server opened r5 as array:d0,d1,d2; its members are s1 s0 d2 now.  Named so,
 # it was another device to the server, which opened the members again and refused
 # its own locks.
 truncate -s 64M c.img
 tc create cache c.img >/dev/null
-ctl attach --cache c.img --backing array:d0,s0,d2 --write-policy wt >att.txt 2>att.err ||
+ctl attach --cache c.img --backing array:s1,s0,d2 --write-policy wt >att.txt 2>att.err ||
 	fail "attach with the members of now: $(cat att.err)"
 grep -q '^volume "v5": attached to cache' att.txt || fail "attach: $(cat att.txt)"
 ctl detach v5 >/dev/null
 stop_server
 
-log "the members say so too: d0 s0 d2, active and clean"
-tc array status d0 s0 d2 >st.txt
+log "the members say so too: s1 s0 d2, active and clean"
+tc array status s1 s0 d2 >st.txt
 grep -q '^array r5 .*active (survives 1 more member failure), clean' st.txt ||
 	fail "offline status: $(cat st.txt)"
-serve d0 s0 d2
+serve s1 s0 d2
 # shellcheck disable=SC2086
 fio_nbd v5 v3 $W $COMMON --verify_only
 stop_server
