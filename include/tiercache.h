@@ -1313,6 +1313,8 @@ struct tc_array_status {
 	uint64_t mismatches;      /* check/repair: chunks (RAID 1/10) or stripes (RAID 5/6)
 	                           * that disagreed, in the running or last pass */
 	uint64_t checked;         /* windows compared in the running or last check */
+	bool check_stopped;       /* the last check ended early (a member failed) */
+	uint64_t check_windows;   /* windows in the running or last check */
 	struct tc_array_rebuild_opts rebuild;   /* the rates in force */
 	/* Consistency after a crash (arrays with superblocks, RAID 5/6): */
 	bool ppl;                 /* partial-stripe updates go through the partial-parity log */

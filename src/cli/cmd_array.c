@@ -160,8 +160,16 @@ static void print_array(json_object *a)
 			printf(", %" PRIu64 " mismatches so far", cli_ju64(a, "mismatches"));
 		printf("\n");
 	} else if (cli_ju64(a, "checked")) {
-		printf("  last check: %" PRIu64 " mismatches in %" PRIu64 " windows\n",
-		       cli_ju64(a, "mismatches"), cli_ju64(a, "checked"));
+		json_object *js = NULL;
+		json_object_object_get_ex(a, "check_stopped", &js);
+		if (js && json_object_get_boolean(js))
+			printf("  last check: stopped after %" PRIu64 " of %" PRIu64 " windows (a "
+			       "member failed), %" PRIu64 " mismatches in those\n",
+			       cli_ju64(a, "checked"), cli_ju64(a, "check_windows"),
+			       cli_ju64(a, "mismatches"));
+		else
+			printf("  last check: %" PRIu64 " mismatches in %" PRIu64 " windows\n",
+			       cli_ju64(a, "mismatches"), cli_ju64(a, "checked"));
 	}
 	json_object *rb;
 	if (json_object_object_get_ex(a, "rebuild", &rb) && rb) {

@@ -248,6 +248,8 @@ json_object *ctl_array_json(tc_dev *a, const char *spec)
 	json_object_object_add(o, "sync_eta_ns", u64(st->sync_eta_ns));
 	json_object_object_add(o, "mismatches", u64(st->mismatches));
 	json_object_object_add(o, "checked", u64(st->checked));
+	json_object_object_add(o, "check_windows", u64(st->check_windows));
+	json_object_object_add(o, "check_stopped", json_object_new_boolean(st->check_stopped));
 	/* Consistency after a crash: the partial-parity log, the write-intent map. */
 	json_object_object_add(o, "ppl", json_object_new_boolean(st->ppl));
 	json_object_object_add(o, "map_regions", u64(st->map_regions));

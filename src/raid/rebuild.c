@@ -83,6 +83,7 @@ struct array_sync {
 	struct array_sync_win wins[SYNC_MAX_DEPTH];
 	_Atomic unsigned depth;
 	uint64_t checked, mismatches;
+	bool check_stopped;             /* the last check ended early (degraded) */
 	uint64_t win_start, last_fg;
 	uint64_t rate_now;              /* the rate of the last window, bytes/s */
 	uint64_t fg_ns;                 /* when foreground requests were last seen */
@@ -193,6 +194,8 @@ void array_sync_kick(struct tc_array *a)
 {
 	pthread_mutex_lock(&a->lock);
 	if (sync_rebuilding(a, true) && a->sync->action != TC_ARRAY_SYNC_REBUILD) {
+		if (a->sync->action != TC_ARRAY_SYNC_IDLE)
+			a->sync->check_stopped = true;
 		a->sync->action = TC_ARRAY_SYNC_REBUILD;
 		a->sync->stopped = false;
 	}
@@ -268,6 +271,8 @@ void array_takeover(struct tc_array *a, unsigned i)
 				PRIu64 ": member %u failed", a->dev.name,
 				s->action == TC_ARRAY_SYNC_CHECK ? "check" : "repair",
 				s->check_pos, s->check_end, i);
+		if (s->action != TC_ARRAY_SYNC_IDLE)
+			s->check_stopped = true;
 		s->action = TC_ARRAY_SYNC_REBUILD;
 		s->stopped = false;
 		if (!sync_rebuilding(a, true))
@@ -439,6 +444,7 @@ static void sync_tick(struct tc_timer *t)
 				tc_warn(ctx, "array %s: check stopped at window %" PRIu64 " of %"
 					PRIu64 ": the array is degraded", a->dev.name,
 					s->check_pos, s->check_end);
+				s->check_stopped = true;
 				s->action = sync_rebuilding(a, true) ? TC_ARRAY_SYNC_REBUILD
 					: TC_ARRAY_SYNC_IDLE;
 				again = s->action == TC_ARRAY_SYNC_REBUILD;
@@ -637,6 +643,8 @@ void array_sync_status(struct tc_array *a, struct tc_array_status *st)
 					     (double)st->sync_rate);
 	st->mismatches = s->mismatches;
 	st->checked = s->checked;
+	st->check_stopped = s->check_stopped;
+	st->check_windows = s->check_end;
 	st->rebuild.min_rate = atomic_load(&s->min_rate);
 	st->rebuild.max_rate = atomic_load(&s->max_rate);
 	st->rebuild.priority = atomic_load(&s->priority);
@@ -1129,6 +1137,8 @@ int tc_array_replace(tc_dev *array, unsigned i, tc_dev *dev)
 	atomic_store(&a->m[i].state, TC_MEMBER_REBUILDING);
 	atomic_store(&a->m[i].disk, d);
 	a->m[i].dev = dev;
+	if (a->sync->action != TC_ARRAY_SYNC_IDLE && a->sync->action != TC_ARRAY_SYNC_REBUILD)
+		a->sync->check_stopped = true;
 	a->sync->action = TC_ARRAY_SYNC_REBUILD;
 	a->sync->stopped = false;
 	a->sync->persist_wanted = true;
@@ -1188,6 +1198,7 @@ static void sync_check_begin(struct tc_array *a, enum tc_array_sync action, bool
 	s->check_pos = s->check_next = 0;
 	s->check_end = a->level->check_windows(a);
 	s->checked = s->mismatches = 0;
+	s->check_stopped = false;
 	sync_schedule(a);
 }
 

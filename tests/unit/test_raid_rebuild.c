@@ -508,6 +508,8 @@ static void check_scrub(enum tc_raid_level_id level, unsigned n)
 	assert_int_equal(tc_array_wait(fx.array), 0);
 	assert_int_equal(tc_array_status(fx.array, &st), 0);
 	assert_int_equal(st.mismatches, 0);
+	assert_false(st.check_stopped);                 /* a whole pass */
+	assert_int_equal(st.checked, st.check_windows);
 	/* Repaired consistently: whatever the array reads now survives a member loss. */
 	uint64_t size = array_size(&fx);
 	uint8_t *now = malloc(size);
@@ -562,6 +564,9 @@ static void test_check_then_failure(void **state)
 		assert_int_equal(tc_array_wait(fx.array), 0);
 		assert_int_equal(tc_array_status(fx.array, &st), 0);
 		assert_int_equal(st.member[1].state, TC_MEMBER_ACTIVE);
+		/* The check is reported as stopped, not as a whole pass. */
+		assert_true(st.check_stopped);
+		assert_true(st.checked < st.check_windows);
 		assert_int_equal(tc_array_fail_member(fx.array, lv ? 0 : 2), 0);
 		check_data(&fx, data);
 		free(data);
