@@ -235,6 +235,21 @@ static int fx_teardown(void **state)
 	return 0;
 }
 
+/* A fresh array @name of @n crash devices over the fixture's files (seeds @seed,
+ * @seed + 1, ...), created with @o; its members in @m. */
+static tc_dev *crash_array(struct fx *f, tc_ctx *ctx, const struct tc_array_opts *o,
+			   unsigned n, uint64_t seed, const char *name, tc_dev **m)
+{
+	tc_dev *a;
+	for (unsigned i = 0; i < n; i++) {
+		unlink(f->path[i]);
+		assert_int_equal(tc_dev_new_crash(ctx, f->path[i], TC_DEV_CREATE, MSIZE, seed + i,
+						  &m[i]), 0);
+	}
+	assert_int_equal(tc_array_create(ctx, name, o, m, n, NULL, 0, 0, &a), 0);
+	return a;
+}
+
 static uint8_t val_a(uint64_t off)
 {
 	return (uint8_t)(off / 4096 * 37 + 11);
@@ -461,12 +476,7 @@ static void test_failure_recorded_first(void **state)
 	uint8_t *buf = aligned_alloc(4096, ASIZE);
 
 	assert_non_null(buf);
-	for (unsigned i = 0; i < N; i++) {
-		unlink(f->path[i]);
-		assert_int_equal(tc_dev_new_crash(ctx, f->path[i], TC_DEV_CREATE, MSIZE, 60 + i,
-						  &m[i]), 0);
-	}
-	assert_int_equal(tc_array_create(ctx, "fr", &o, m, N, NULL, 0, 0, &a), 0);
+	a = crash_array(f, ctx, &o, N, 60, "fr", m);
 	assert_int_equal(tc_array_fail_member(a, 1), 0);
 	for (uint64_t x = 0; x < ASIZE; x++)
 		buf[x] = val_b(x);
@@ -507,12 +517,7 @@ static void mirror_resync_case(struct fx *f, unsigned n, unsigned missing)
 	unsigned first = missing == 0 ? 1 : 0;
 
 	assert_non_null(buf);
-	for (unsigned i = 0; i < n; i++) {
-		unlink(f->path[i]);
-		assert_int_equal(tc_dev_new_crash(ctx, f->path[i], TC_DEV_CREATE, MSIZE, 70 + i,
-						  &m[i]), 0);
-	}
-	assert_int_equal(tc_array_create(ctx, "mr", &o, m, n, NULL, 0, 0, &a), 0);
+	a = crash_array(f, ctx, &o, n, 70, "mr", m);
 	memset(buf, 0xa1, CHUNK);
 	assert_int_equal(tc_dev_io(a, TC_OP_WRITE, 0, buf, CHUNK, 0), 0);
 	assert_int_equal(tc_dev_io(a, TC_OP_FLUSH, 0, NULL, 0, 0), 0);
@@ -575,12 +580,7 @@ static void test_map_degraded_assembly(void **state)
 				   .consistency = TC_CONSISTENCY_BITMAP };
 	struct tc_array_status st;
 
-	for (unsigned i = 0; i < N; i++) {
-		unlink(f->path[i]);
-		assert_int_equal(tc_dev_new_crash(ctx, f->path[i], TC_DEV_CREATE, MSIZE, 80 + i,
-						  &m[i]), 0);
-	}
-	assert_int_equal(tc_array_create(ctx, "md", &o, m, N, NULL, 0, 0, &a), 0);
+	a = crash_array(f, ctx, &o, N, 80, "md", m);
 	assert_int_equal(tc_array_fail_member(a, 2), 0);
 	tc_dev_close(a);
 	for (unsigned i = 0, j = 0; i < N; i++)
@@ -608,12 +608,7 @@ static void test_resync_dirty_regions(void **state)
 	uint8_t *buf = aligned_alloc(4096, 4096);
 	struct tc_array_status st;
 
-	for (unsigned i = 0; i < N; i++) {
-		unlink(f->path[i]);
-		assert_int_equal(tc_dev_new_crash(ctx, f->path[i], TC_DEV_CREATE, MSIZE, 40 + i,
-						  &m[i]), 0);
-	}
-	assert_int_equal(tc_array_create(ctx, "rs", &o, m, N, NULL, 0, 0, &a), 0);
+	a = crash_array(f, ctx, &o, N, 40, "rs", m);
 	assert_int_equal(tc_array_status(a, &st), 0);
 	assert_false(st.ppl);
 	/* 2 MiB members: 64 regions of 32 KiB, at least a chunk: 64 KiB, 32 regions. */
