@@ -216,6 +216,9 @@ static void nbd_mark_dead(struct nbd_dev *ndev)
 
 static void nbd_drain(struct nbd_dev *ndev);
 
+/* The I/O thread's longest wait, ms: an idle device wakes 5 times a second. */
+#define NBD_POLL_MS 200
+
 static void *nbd_thread_main(void *arg)
 {
 	struct nbd_dev *ndev = arg;
@@ -236,7 +239,10 @@ static void *nbd_thread_main(void *arg)
 					      (dir & LIBNBD_AIO_DIRECTION_WRITE ? POLLOUT : 0));
 			n = 2;
 		}
-		if (poll(p, n, -1) < 0) {
+		/* Bounded: each turn looks at the handle's state again, so a death or a
+		 * change of direction that no kick or event announced (a hang seen once in
+		 * test_connection_lost, cause not found) costs at most this long. */
+		if (poll(p, n, NBD_POLL_MS) < 0) {
 			if (errno == EINTR)
 				continue;
 			tc_err(ndev->dev.ctx, "nbd %s: poll: %s", ndev->dev.name, strerror(errno));
