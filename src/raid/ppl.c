@@ -24,7 +24,8 @@
  * parity members lost nothing needs recovery (the data are all there).  A full-stripe write logs a header alone (parity 0, no partial
  * parity), as md's PPL does: recovery recomputes that stripe's parity from its data.
  * Entries never span slots; a slot is reused once the update it
- * logged is durable (raid56.c writes protected updates FUA).  Per stripe only the
+ * logged is durable (raid56.c: after a flush of the members on a whole array, at
+ * completion of its FUA writes otherwise).  Per stripe only the
  * entry with the highest sequence number counts; the log is wiped at every assembly,
  * after recovery.
  *

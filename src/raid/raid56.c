@@ -48,6 +48,7 @@
 struct r56_sop;
 
 struct r56 {
+	struct tc_array *a;
 	struct parity *par;
 	unsigned k, m;
 	pthread_mutex_t lock;                   /* the stripe lock table */
@@ -58,15 +59,24 @@ struct r56 {
 	unsigned npool;
 	uint8_t *pool[R56_POOL];
 	/* The partial-parity log (a->ppl): slots of every member's log, under ppl_lock.
-	 * A slot is busy from the entry's write to the end of the update it logs; then it
-	 * keeps that update's stripe (ppl_stripe) until reused, so that a later update
-	 * of the stripe (a full-stripe write too) reuses it. */
+	 * A slot is busy from the entry's write to the end of the update it logs, and
+	 * after that, when the update was not written FUA, until a flush of the members
+	 * has made it durable (ppl_unflushed); then it keeps that update's stripe
+	 * (ppl_stripe) until reused, so that a later update of the stripe (a full-stripe
+	 * write too) reuses it.  One flush (r56_ppl_flush) frees every slot that was
+	 * unflushed when it started: md's PPL flushes once per io_unit the same way. */
 	pthread_mutex_t ppl_lock;
 	unsigned ppl_slots;
 	uint64_t ppl_slot_size;
 	uint8_t ppl_uuid[16];
 	_Atomic uint64_t ppl_seq;
 	uint64_t ppl_busy[TC_ARRAY_MAX_MEMBERS];
+	uint64_t ppl_unflushed[TC_ARRAY_MAX_MEMBERS];   /* subset of ppl_busy */
+	bool ppl_flushing;                      /* a flush of the members in flight */
+	volatile bool ppl_flush_idle;           /* !ppl_flushing, for close to wait on */
+	uint64_t ppl_covered[TC_ARRAY_MAX_MEMBERS];     /* what the flush in flight frees */
+	atomic_uint ppl_fpending;
+	struct array_child *ppl_fchild;         /* 2 * n: the flush's requests */
 	uint64_t *ppl_stripe;                   /* [member * ppl_slots + slot] */
 	struct r56_sop *ppl_wait_head[TC_ARRAY_MAX_MEMBERS], *ppl_wait_tail[TC_ARRAY_MAX_MEMBERS];
 };
@@ -83,7 +93,7 @@ struct r56_req {
 typedef void (*r56_step_fn)(struct r56_sop *op);
 static void r56_ppl_release(struct r56_sop *op, uint64_t stripe);
 static void r56_ppl_wipe_pick(struct r56_sop *op);
-static void r56_ppl_free(struct r56 *r, unsigned pm, int j, uint64_t stripe);
+static void r56_ppl_put(struct r56 *r, unsigned pm, int j, uint64_t stripe, bool unflushed);
 
 /* One stripe operation.  Slots: data 0..k-1, P = k, Q = k + 1. */
 struct r56_sop {
@@ -509,7 +519,7 @@ static _Alignas(4096) const uint8_t r56_no_entry[RAID_PPL_HDR];
 
 static void r56_wiped(struct r56_sop *op)
 {
-	r56_ppl_free(op->r, op->member[op->r->k + 1], op->ppl_wipe, R56_NO_STRIPE);
+	r56_ppl_put(op->r, op->member[op->r->k + 1], op->ppl_wipe, R56_NO_STRIPE, false);
 	op->ppl_wipe = -1;
 	r56_finish_write(op);
 }
@@ -560,14 +570,32 @@ static void r56_write_out(struct r56_sop *op)
 
 /* ---- the partial-parity log (ppl.c has the format and the recovery) ---- */
 
-/* Take a slot of the P member's log for @op (under ppl_lock): the one that holds an
- * entry of this stripe if any, else a free one.  -1 when all are busy. */
-static int r56_ppl_pick(struct r56 *r, unsigned pm, uint64_t stripe)
+/* Take a slot of the log @op writes its entry to (under ppl_lock): the one that holds
+ * an entry of its stripe if any, else a free one.  -1 when @op must wait: every slot
+ * is busy, or an entry of its stripe (in this log or, RAID 6, the other parity
+ * member's) is of an update that is not durable yet.  The new entry's partial parity
+ * takes that update's data as written; were it lost in a crash, the recovered parity
+ * would match neither, and a member lost later would be rebuilt wrong. */
+static int r56_ppl_pick(struct r56 *r, const struct r56_sop *op)
 {
+	unsigned pm = op->member[op->ppl_at];
+	uint64_t stripe = op->stripe;
 	const uint64_t *st = r->ppl_stripe + (size_t)pm * r->ppl_slots;
 	int empty = -1, any = -1;
 
+	if (r->m == 2) {
+		unsigned om = op->member[op->ppl_at == r->k ? r->k + 1 : r->k];
+		const uint64_t *so = r->ppl_stripe + (size_t)om * r->ppl_slots;
+		for (unsigned j = 0; j < r->ppl_slots; j++)
+			if ((r->ppl_unflushed[om] & (1ull << j)) && so[j] == stripe)
+				return -1;
+	}
 	for (unsigned j = 0; j < r->ppl_slots; j++) {
+		if (r->ppl_unflushed[pm] & (1ull << j)) {
+			if (st[j] == stripe)
+				return -1;
+			continue;
+		}
 		if (r->ppl_busy[pm] & (1ull << j))
 			continue;
 		if (st[j] == stripe)
@@ -580,12 +608,147 @@ static int r56_ppl_pick(struct r56 *r, unsigned pm, uint64_t stripe)
 	return empty >= 0 ? empty : any;
 }
 
+/* Under ppl_lock: give slots to the waiters of every member's log, first come first
+ * served per log; returns those served, chained by ppl_wnext, for r56_ppl_run. */
+static struct r56_sop *r56_ppl_serve(struct r56 *r)
+{
+	struct r56_sop *ready = NULL, **tail = &ready;
+
+	for (unsigned pm = 0; pm < r->a->n; pm++) {
+		struct r56_sop *w;
+		while ((w = r->ppl_wait_head[pm])) {
+			int j = r56_ppl_pick(r, w);
+			if (j < 0)
+				break;
+			r->ppl_wait_head[pm] = w->ppl_wnext;
+			if (!w->ppl_wnext)
+				r->ppl_wait_tail[pm] = NULL;
+			r->ppl_busy[pm] |= 1ull << j;
+			r->ppl_stripe[(size_t)pm * r->ppl_slots + j] = w->stripe;
+			w->ppl_slot = j;
+			r56_ppl_wipe_pick(w);
+			w->ppl_wnext = NULL;
+			*tail = w;
+			tail = &w->ppl_wnext;
+		}
+	}
+	return ready;
+}
+
+/* Under ppl_lock: whether to flush the members now, to free the slots of updates not
+ * yet durable: when someone waits (for a slot, or for its stripe's older update), or
+ * when half of one member's log waits for a flush, so that writes seldom stall.  When
+ * it says yes, the flush is counted as started and covers what is unflushed now. */
+static bool r56_ppl_flush_due(struct r56 *r)
+{
+	bool unflushed = false, want = false;
+
+	if (r->ppl_flushing)
+		return false;
+	/* A waiter of one log may wait for an entry in another (RAID 6): any waiter
+	 * asks for a flush. */
+	for (unsigned i = 0; i < r->a->n; i++) {
+		unflushed |= r->ppl_unflushed[i] != 0;
+		want |= r->ppl_wait_head[i] != NULL ||
+			2u * (unsigned)__builtin_popcountll(r->ppl_unflushed[i]) >= r->ppl_slots;
+	}
+	if (!unflushed || !want)
+		return false;
+	memcpy(r->ppl_covered, r->ppl_unflushed, sizeof(r->ppl_covered));
+	r->ppl_flushing = true;
+	r->ppl_flush_idle = false;
+	return true;
+}
+
+static void r56_ppl_flush(struct r56 *r);
+static void r56_ppl_got(struct r56_sop *op);
+
+static void r56_ppl_run(struct r56_sop *ready)
+{
+	while (ready) {
+		struct r56_sop *w = ready;
+		ready = w->ppl_wnext;
+		r56_ppl_got(w);
+	}
+}
+
+/* The flush has ended: the slots it covered are free. */
+static void r56_ppl_flushed(struct r56 *r)
+{
+	pthread_mutex_lock(&r->ppl_lock);
+	for (unsigned i = 0; i < r->a->n; i++) {
+		r->ppl_unflushed[i] &= ~r->ppl_covered[i];
+		r->ppl_busy[i] &= ~r->ppl_covered[i];
+	}
+	r->ppl_flushing = false;
+	struct r56_sop *ready = r56_ppl_serve(r);
+	bool again = r56_ppl_flush_due(r);
+	if (!again)
+		r->ppl_flush_idle = true;
+	pthread_mutex_unlock(&r->ppl_lock);
+	if (!again)
+		tc_ctx_wake(r->a->dev.ctx);
+	else
+		r56_ppl_flush(r);
+	r56_ppl_run(ready);
+}
+
+static void r56_ppl_flush_done(struct array_child *c, int result)
+{
+	struct r56 *r = c->owner;
+
+	if (result < 0)
+		array_child_fail(c, "flush error (partial-parity log)", -result);
+	if (atomic_fetch_sub(&r->ppl_fpending, 1) == 1)
+		r56_ppl_flushed(r);
+}
+
+/* Flush every member (and the old member of a replace, which takes writes too), as
+ * array_flush does; a failed flush fails its member, whose slots go free with the
+ * rest (that member's data is lost either way). */
+static void r56_ppl_flush(struct r56 *r)
+{
+	struct tc_array *a = r->a;
+
+	atomic_store(&r->ppl_fpending, 1);
+	for (unsigned i = 0; i < a->n; i++) {
+		if (!array_member_writable(a, i))
+			continue;
+		atomic_fetch_add(&r->ppl_fpending, 1);
+		array_child_submit_to(a, &r->ppl_fchild[i], i, 1, TC_OP_FLUSH, 0, 0, 0, NULL,
+				      NULL, 0, r56_ppl_flush_done, r);
+		if (atomic_load(&a->m[i].old) && !atomic_load(&a->m[i].old_failed)) {
+			atomic_fetch_add(&r->ppl_fpending, 1);
+			array_child_submit_to(a, &r->ppl_fchild[a->n + i], i, 2, TC_OP_FLUSH, 0,
+					      0, 0, NULL, NULL, 0, r56_ppl_flush_done, r);
+		}
+	}
+	if (atomic_fetch_sub(&r->ppl_fpending, 1) == 1)
+		r56_ppl_flushed(r);
+}
+
+/* Whether every member is in service and in sync: no member lost, none being rebuilt
+ * or replaced. */
+static bool r56_whole(const struct tc_array *a)
+{
+	for (unsigned i = 0; i < a->n; i++)
+		if (!array_member_active(a, i) || atomic_load(&a->m[i].old))
+			return false;
+	return true;
+}
+
 static void r56_ppl_logged(struct r56_sop *op)
 {
 	/* The entry is on the P member (or that member failed, and with it the parity
-	 * the entry was for): the update itself, FUA, so that the slot may be reused as
-	 * soon as it completes. */
-	op->flags |= TC_IO_FUA;
+	 * the entry was for): the update itself.  On a whole array not FUA: its slot
+	 * stays taken until a flush of the members has made it durable
+	 * (r56_ppl_release).  Otherwise FUA, so that it is durable when it completes:
+	 * recovery keeps the parity of a stripe whose modified chunk is on a member
+	 * missing or being rebuilt, and a completed update lost in a crash would leave
+	 * that chunk rebuilt from parity that matches neither its old nor its new data
+	 * (tc-stress --arrays --write-hole seed 42: a replace in progress). */
+	if (!r56_whole(op->a))
+		op->flags |= TC_IO_FUA;
 	r56_write_out(op);
 }
 
@@ -702,7 +865,7 @@ static void r56_write_commit(struct r56_sop *op)
 	raid_ppl_encode(&e, op->ppl_buf);
 	/* A slot, or a place in the member's queue of waiters. */
 	pthread_mutex_lock(&r->ppl_lock);
-	int j = r56_ppl_pick(r, pm, op->stripe);
+	int j = r56_ppl_pick(r, op);
 	if (j < 0) {
 		op->ppl_wnext = NULL;
 		if (r->ppl_wait_tail[pm])
@@ -710,7 +873,10 @@ static void r56_write_commit(struct r56_sop *op)
 		else
 			r->ppl_wait_head[pm] = op;
 		r->ppl_wait_tail[pm] = op;
+		bool flush = r56_ppl_flush_due(r);
 		pthread_mutex_unlock(&r->ppl_lock);
+		if (flush)
+			r56_ppl_flush(r);
 		return;
 	}
 	r->ppl_busy[pm] |= 1ull << j;
@@ -721,37 +887,32 @@ static void r56_write_commit(struct r56_sop *op)
 	r56_ppl_write(op);
 }
 
-/* Slot @j of member @pm's log is free: it keeps @stripe (R56_NO_STRIPE: nothing), or
- * goes to the first waiter of the member. */
-static void r56_ppl_free(struct r56 *r, unsigned pm, int j, uint64_t stripe)
+/* Slot @j of member @pm's log keeps @stripe (R56_NO_STRIPE: nothing) and is free, or,
+ * @unflushed, waits for the next flush of the members; waiters are served. */
+static void r56_ppl_put(struct r56 *r, unsigned pm, int j, uint64_t stripe, bool unflushed)
 {
-	struct r56_sop *w;
-
 	pthread_mutex_lock(&r->ppl_lock);
 	r->ppl_stripe[(size_t)pm * r->ppl_slots + j] = stripe;
-	w = r->ppl_wait_head[pm];
-	if (w) {
-		r->ppl_wait_head[pm] = w->ppl_wnext;
-		if (!w->ppl_wnext)
-			r->ppl_wait_tail[pm] = NULL;
-		r->ppl_stripe[(size_t)pm * r->ppl_slots + j] = w->stripe;
-		w->ppl_slot = j;
-		r56_ppl_wipe_pick(w);
-	} else {
+	if (unflushed)
+		r->ppl_unflushed[pm] |= 1ull << j;
+	else
 		r->ppl_busy[pm] &= ~(1ull << j);
-	}
+	struct r56_sop *ready = r56_ppl_serve(r);
+	bool flush = r56_ppl_flush_due(r);
 	pthread_mutex_unlock(&r->ppl_lock);
-	if (w)
-		r56_ppl_got(w);
+	if (flush)
+		r56_ppl_flush(r);
+	r56_ppl_run(ready);
 }
 
-/* The update of @op is durable: its slot keeps the stripe. */
+/* The update of @op is written: its slot keeps the stripe, free at once when the
+ * update was FUA (the client's), else once a flush has made it durable. */
 static void r56_ppl_release(struct r56_sop *op, uint64_t stripe)
 {
 	int j = op->ppl_slot;
 
 	op->ppl_slot = -1;
-	r56_ppl_free(op->r, op->member[op->ppl_at], j, stripe);
+	r56_ppl_put(op->r, op->member[op->ppl_at], j, stripe, !(op->flags & TC_IO_FUA));
 }
 
 static void r56_rmw_read_done(struct r56_sop *op)
@@ -1129,6 +1290,7 @@ static int r56_init(struct tc_array *a, unsigned m)
 
 	if (!r)
 		return -ENOMEM;
+	r->a = a;
 	r->k = a->n - m;
 	r->m = m;
 	ret = parity_new(r->k, m, &r->par);
@@ -1158,8 +1320,15 @@ int array_ppl_enable(struct tc_array *a, const uint8_t *uuid)
 		return -EINVAL;
 	}
 	r->ppl_stripe = malloc(sizeof(*r->ppl_stripe) * a->n * r->ppl_slots);
-	if (!r->ppl_stripe)
+	r->ppl_fchild = calloc(2 * a->n, sizeof(*r->ppl_fchild));
+	if (!r->ppl_stripe || !r->ppl_fchild) {
+		free(r->ppl_stripe);
+		free(r->ppl_fchild);
+		r->ppl_stripe = NULL;
+		r->ppl_fchild = NULL;
 		return -ENOMEM;
+	}
+	r->ppl_flush_idle = true;
 	for (size_t i = 0; i < (size_t)a->n * r->ppl_slots; i++)
 		r->ppl_stripe[i] = R56_NO_STRIPE;
 	memcpy(r->ppl_uuid, uuid, 16);
@@ -1184,8 +1353,12 @@ static void r56_fini(struct tc_array *a)
 
 	if (!r)
 		return;
+	/* The last update's release may have started a flush of the members. */
+	if (r->ppl_fchild)
+		(void)tc_ctx_wait_until(a->dev.ctx, &r->ppl_flush_idle);
 	parity_free(r->par);
 	free(r->ppl_stripe);
+	free(r->ppl_fchild);
 	pthread_mutex_destroy(&r->ppl_lock);
 	while (r->npool)
 		free(r->pool[--r->npool]);

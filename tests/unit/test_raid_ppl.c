@@ -317,6 +317,16 @@ static uint64_t shape_len(enum shape sh)
  * promise them; a member lost before the writes had their data in the parity alone,
  * which the log's partial parity keeps).
  */
+/* run_cut with run_prior set: before the writes in flight, 4 KiB of C (val_c) into
+ * chunk 1 of the same stripes, completed but not flushed (test_log_prior_unflushed). */
+static bool run_prior;
+#define POFF (CHUNK + 4096u)
+
+static uint8_t val_c(uint64_t off)
+{
+	return (uint8_t)(off / 4096 * 37 + 90);
+}
+
 static unsigned run_cut(struct fx *f, enum tc_array_consistency policy, uint64_t seed,
 			uint64_t cut, unsigned lost, enum shape sh, enum lose when)
 {
@@ -346,6 +356,16 @@ static unsigned run_cut(struct fx *f, enum tc_array_consistency policy, uint64_t
 	uint64_t wlen = shape_len(sh);
 	uint8_t *wbuf = aligned_alloc(4096, NW * wlen);
 	assert_non_null(wbuf);
+	if (run_prior) {
+		uint8_t *c = aligned_alloc(4096, 4096);
+		assert_non_null(c);
+		for (unsigned w = 0; w < NW; w++) {
+			memset(c, val_c(w * STRIPE + POFF), 4096);
+			assert_int_equal(tc_dev_io(a, TC_OP_WRITE, 0, c, 4096,
+						   w * STRIPE + POFF), 0);
+		}
+		free(c);
+	}
 	done_count = 0;
 	uint64_t base = member_writes(m);
 	for (unsigned w = 0; w < NW; w++) {
@@ -392,7 +412,10 @@ static unsigned run_cut(struct fx *f, enum tc_array_consistency policy, uint64_t
 		bool uniform = true;
 		for (unsigned x = 1; x < 4096 && uniform; x++)
 			uniform = buf[s + x] == v;
-		if (!inflight) {
+		if (run_prior && s / STRIPE < NW && in == POFF && !inflight) {
+			if (!uniform || (v != val_a(s) && v != val_c(s)))    /* not flushed */
+				bad++;
+		} else if (!inflight) {
 			if (!uniform || v != val_a(s))  /* A, as written and flushed */
 				bad++;
 		} else if (when != LOSE_AT_ASSEMBLY || data_member(s) != lost) {
@@ -460,6 +483,19 @@ static void test_write_hole_full_stripes(void **state)
 static void test_write_hole_degraded(void **state)
 {
 	ppl_sweep(*state, 6, 66, 30, W_SPAN, LOSE_BEFORE, "degraded, lost before the writes");
+}
+
+/* Writes that completed but were not flushed, then partial-stripe writes of the same
+ * stripes cut mid-way, a member missing at assembly.  The second update's partial
+ * parity takes the first one's data as written; the first is not written FUA, so
+ * its log slot stays taken and the second waits for a flush of the members before
+ * it logs.  Without that wait a crash that drops the first update's data leaves
+ * parity matching neither, and the lost member's chunks come back damaged. */
+static void test_log_prior_unflushed(void **state)
+{
+	run_prior = true;
+	ppl_sweep(*state, 10, 90, 40, W_SMALL, LOSE_AT_ASSEMBLY, "after unflushed writes");
+	run_prior = false;
 }
 
 /* A member failure on a deterministic context: the write after it completes only
@@ -664,6 +700,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_write_hole_full_stripes, fx_setup,
 						fx_teardown),
 		cmocka_unit_test_setup_teardown(test_write_hole_degraded, fx_setup,
+						fx_teardown),
+		cmocka_unit_test_setup_teardown(test_log_prior_unflushed, fx_setup,
 						fx_teardown),
 		cmocka_unit_test_setup_teardown(test_failure_recorded_first, fx_setup,
 						fx_teardown),
