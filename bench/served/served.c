@@ -10,6 +10,10 @@
  *           the slots that hold the working set, writes on as many free slots past it
  *           (writing over the working set's slots would corrupt what tc serves)
  *   mem     nbdkit's memory plugin through the same fio nbd engine: the NBD ceiling
+ *   file    nbdkit's file plugin (cache=none) on the same slots of the cache file (the
+ *           offset filter: reads on the working set's slots, writes past them, as
+ *           raw): nbdkit's thread-per-request model with a blocking read or write of
+ *           the device per request, what any synchronous plugin pays for the device
  *   tc-b    with --compare CMD: a second tiercache command (another build) serving
  *           its own copy of the devices, for before/after ratios in one run
  *
@@ -47,10 +51,10 @@
 #define SERVED_LINE (64u * 1024)
 #define SERVED_BS 4096
 #define SERVED_MAXR 32          /* rounds */
-#define SERVED_NT 4             /* targets */
+#define SERVED_NT 5             /* targets */
 
-enum served_target { T_TC, T_RAW, T_MEM, T_TCB };
-static const char *const served_tname[SERVED_NT] = { "tc", "raw", "mem", "tc-b" };
+enum served_target { T_TC, T_RAW, T_MEM, T_FILE, T_TCB };
+static const char *const served_tname[SERVED_NT] = { "tc", "raw", "mem", "file", "tc-b" };
 
 static const unsigned served_qds[] = { 1, 16, 64 };
 static const unsigned served_conns[] = { 1, 4 };
@@ -69,8 +73,10 @@ static const char help[] =
 "    4 KiB random read hits and write-back write hits at QD 1, 16, 64 (per\n"
 "    connection) over 1 and 4 connections (fio --numjobs), each run alternating\n"
 "    tc (`tiercache serve`), raw (fio io_uring, O_DIRECT, on the cache file's data\n"
-"    area) and mem (nbdkit's memory plugin); prints median IOPS, ratios and QD 1\n"
-"    median latency.\n"
+"    area), mem (nbdkit's memory plugin, the protocol's ceiling) and file\n"
+"    (nbdkit's file plugin, cache=none, on the same slots: the thread-per-request\n"
+"    model with a blocking device read or write per request); prints median\n"
+"    IOPS, ratios and QD 1 median latency.\n"
 "\n"
 "OPTIONS\n"
 "    --seconds S        each fio run (default 3)\n"
@@ -94,7 +100,7 @@ struct served {
 	uint64_t data_offset;           /* of the cache file's data area */
 	char ssd[2][PATH_MAX + 16], hdd[2][PATH_MAX + 16];
 	char sock[SERVED_NT][PATH_MAX + 16], ctl[2][PATH_MAX + 16];
-	pid_t srv[3];                   /* tc, mem, tc-b */
+	pid_t srv[4];                   /* tc, mem, tc-b, file */
 	/* results [work][conn][qd][target][round] */
 	double iops[2][NCONN][NQD][SERVED_NT][SERVED_MAXR];
 	double p50[2][NCONN][NQD][SERVED_NT][SERVED_MAXR];
@@ -235,7 +241,10 @@ static int served_fio(struct served *b, int t, const char *rw, unsigned bs, unsi
 		ARG("--offset=%" PRIu64, b->data_offset + (strstr(rw, "write") ? b->ws : 0));
 	} else {
 		ARG("--ioengine=nbd");
-		ARG("--uri=nbd+unix:///%s?socket=%s", t == T_MEM ? "" : "bench", b->sock[t]);
+		ARG("--uri=nbd+unix:///%s?socket=%s", t == T_MEM || t == T_FILE ? "" : "bench",
+		    b->sock[t]);
+		if (t == T_FILE && strstr(rw, "write"))
+			ARG("--offset=%" PRIu64, b->ws);
 	}
 	ARG("--size=%" PRIu64, b->ws);
 	if (secs) {
@@ -358,7 +367,7 @@ static void served_report(struct served *b, int nt)
 		printf("%-5s %-3s", "conns", "QD");
 		for (int t = 0; t < nt; t++)
 			printf(" %9s", served_tname[t]);
-		printf(" %7s %7s", "tc/raw", "tc/mem");
+		printf(" %7s %7s %7s", "tc/raw", "tc/mem", "tc/file");
 		if (nt > T_TCB)
 			printf(" %7s", "tc/tc-b");
 		printf("   QD 1 p50 latency (us)\n");
@@ -371,7 +380,8 @@ static void served_report(struct served *b, int nt)
 							     (unsigned)b->rounds);
 					printf(" %9.0f", m[t]);
 				}
-				printf(" %7.3f %7.3f", m[T_TC] / m[T_RAW], m[T_TC] / m[T_MEM]);
+				printf(" %7.3f %7.3f %7.3f", m[T_TC] / m[T_RAW], m[T_TC] / m[T_MEM],
+				       m[T_TC] / m[T_FILE]);
 				if (nt > T_TCB)
 					printf(" %7.3f", m[T_TC] / m[T_TCB]);
 				if (served_qds[q] == 1) {
@@ -431,7 +441,7 @@ static int served_main(struct served *b, const char *tmpbase)
 		snprintf(b->sock[t], sizeof(b->sock[t]), "%s/%s.sock", b->tmp, served_tname[t]);
 	for (int k = 0; k < 2; k++)
 		snprintf(b->ctl[k], sizeof(b->ctl[k]), "%s/ctl%d.sock", b->tmp, k);
-	int nt = b->compare ? SERVED_NT : T_TCB;
+	int nt = b->compare ? SERVED_NT : T_TCB;       /* tc-b last: only with --compare */
 	if (served_devices(b, 0, b->tiercache) || served_start_tc(b, 0, T_TC, b->tiercache))
 		return -1;
 	if (b->compare && (served_devices(b, 1, b->compare) ||
@@ -445,6 +455,15 @@ static int served_main(struct served *b, const char *tmpbase)
 		return -1;
 	/* The memory plugin's pages are allocated on first write: touch them all. */
 	if (served_fio(b, T_MEM, "write", SERVED_LINE, 16, 1, 0, NULL, NULL))
+		return -1;
+	char foff[48], frange[48], ffile[PATH_MAX + 32];
+	snprintf(foff, sizeof(foff), "offset=%" PRIu64, b->data_offset);
+	snprintf(frange, sizeof(frange), "range=%" PRIu64, 2 * b->ws);
+	snprintf(ffile, sizeof(ffile), "file=%s", b->ssd[0]);
+	char *file[] = { "nbdkit", "-f", "-U", b->sock[T_FILE], "--filter=offset", "file",
+			 ffile, "cache=none", foff, frange, NULL };
+	b->srv[3] = served_start(b, file, b->sock[T_FILE]);
+	if (b->srv[3] < 0)
 		return -1;
 	fprintf(stderr, "tc-bench-served: tiercache %s%s%s, working set %" PRIu64
 		" MiB, cache data at %" PRIu64 " in %s\n", b->tiercache,
@@ -481,7 +500,7 @@ static int served_main(struct served *b, const char *tmpbase)
 
 static void served_cleanup(struct served *b)
 {
-	for (int i = 0; i < 3; i++)
+	for (int i = 0; i < 4; i++)
 		served_stop_server(b->srv[i]);
 	if (!b->tmp[0])
 		return;
