@@ -659,6 +659,23 @@ static void array_flush_done(struct array_child *c, int result)
 	array_complete(a, io, array_failed(a) ? -EIO : 0);
 }
 
+void array_flush_members(struct tc_array *a, struct array_child *child, atomic_uint *pending,
+			 array_child_fn done, void *owner)
+{
+	for (unsigned i = 0; i < a->n; i++) {
+		if (!array_member_writable(a, i))
+			continue;
+		atomic_fetch_add(pending, 1);
+		array_child_submit_to(a, &child[i], i, 1, TC_OP_FLUSH, 0, 0, 0, NULL, NULL, 0,
+				      done, owner);
+		if (atomic_load(&a->m[i].old) && !atomic_load(&a->m[i].old_failed)) {
+			atomic_fetch_add(pending, 1);
+			array_child_submit_to(a, &child[a->n + i], i, 2, TC_OP_FLUSH, 0, 0, 0,
+					      NULL, NULL, 0, done, owner);
+		}
+	}
+}
+
 static void array_flush(struct tc_array *a, struct tc_io *io)
 {
 	struct array_flush *f = calloc(1, sizeof(*f) + 2 * a->n * sizeof(f->child[0]));
@@ -669,18 +686,7 @@ static void array_flush(struct tc_array *a, struct tc_io *io)
 	}
 	f->io = io;
 	atomic_init(&f->pending, 1);
-	for (unsigned i = 0; i < a->n; i++) {
-		if (!array_member_writable(a, i))
-			continue;
-		atomic_fetch_add(&f->pending, 1);
-		array_child_submit_to(a, &f->child[i], i, 1, TC_OP_FLUSH, 0, 0, 0, NULL,
-				      NULL, 0, array_flush_done, f);
-		if (atomic_load(&a->m[i].old) && !atomic_load(&a->m[i].old_failed)) {
-			atomic_fetch_add(&f->pending, 1);
-			array_child_submit_to(a, &f->child[a->n + i], i, 2, TC_OP_FLUSH, 0, 0,
-					      0, NULL, NULL, 0, array_flush_done, f);
-		}
-	}
+	array_flush_members(a, f->child, &f->pending, array_flush_done, f);
 	/* Drop the submit's own count. */
 	if (atomic_fetch_sub(&f->pending, 1) == 1) {
 		free(f);

@@ -285,6 +285,13 @@ void array_child_submit_to(struct tc_array *a, struct array_child *c, unsigned m
 			   int route, unsigned op, unsigned flags, uint64_t off, uint64_t len,
 			   void *buf, const struct tc_io *parent, uint64_t skip,
 			   array_child_fn done, void *owner);
+/* array_flush_members - a FLUSH to every writable member and to the old member of a
+ * replace (which takes writes too), through @child (2 * n entries: member i's at i,
+ * its old member's at n + i), each completing with @done(@owner); *@pending is raised
+ * by one before each request goes out.  The caller holds a count of its own on
+ * *@pending across the call and drops it after, so @done cannot see zero early. */
+void array_flush_members(struct tc_array *a, struct array_child *child, atomic_uint *pending,
+			 array_child_fn done, void *owner);
 /* array_child_fail - the write (or flush) of @c failed: its member becomes faulty, or,
  * when @c went to the old member of a replace, that old member is given up (the
  * replace goes on by reconstruction). */

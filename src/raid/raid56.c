@@ -703,26 +703,14 @@ static void r56_ppl_flush_done(struct array_child *c, int result)
 		r56_ppl_flushed(r);
 }
 
-/* Flush every member (and the old member of a replace, which takes writes too), as
- * array_flush does; a failed flush fails its member, whose slots go free with the
- * rest (that member's data is lost either way). */
+/* Flush every member (and the old member of a replace); a failed flush fails its
+ * member, whose slots go free with the rest (that member's data is lost either way). */
 static void r56_ppl_flush(struct r56 *r)
 {
 	struct tc_array *a = r->a;
 
 	atomic_store(&r->ppl_fpending, 1);
-	for (unsigned i = 0; i < a->n; i++) {
-		if (!array_member_writable(a, i))
-			continue;
-		atomic_fetch_add(&r->ppl_fpending, 1);
-		array_child_submit_to(a, &r->ppl_fchild[i], i, 1, TC_OP_FLUSH, 0, 0, 0, NULL,
-				      NULL, 0, r56_ppl_flush_done, r);
-		if (atomic_load(&a->m[i].old) && !atomic_load(&a->m[i].old_failed)) {
-			atomic_fetch_add(&r->ppl_fpending, 1);
-			array_child_submit_to(a, &r->ppl_fchild[a->n + i], i, 2, TC_OP_FLUSH, 0,
-					      0, 0, NULL, NULL, 0, r56_ppl_flush_done, r);
-		}
-	}
+	array_flush_members(a, r->ppl_fchild, &r->ppl_fpending, r56_ppl_flush_done, r);
 	if (atomic_fetch_sub(&r->ppl_fpending, 1) == 1)
 		r56_ppl_flushed(r);
 }
