@@ -173,24 +173,27 @@ static bool member_fail(struct tc_array *a, unsigned i, const char *why, int err
 	return true;
 }
 
-void array_child_fail(struct array_child *c, const char *why, int err)
+/* The old member @d of slot @i's replace failed a request (@why, @err): given up. */
+static void array_old_fail(struct tc_array *a, unsigned i, const struct array_disk *d,
+			   const char *why, int err)
 {
-	struct tc_array *a = c->a;
-	unsigned i = c->member;
-
-	if (!c->to_old) {
-		array_member_fail(a, i, why, err);
-		return;
-	}
 	if (atomic_exchange(&a->m[i].old_failed, true))
 		return;
 	/* The replace goes on, by reconstruction: the slot holds valid data below the
 	 * rebuild position only, as after a spare's takeover. */
 	tc_err(a->dev.ctx, "array %s: member %u being replaced (%s) failed after a %s (%s); "
 	       "rebuilding its successor from the other members", a->dev.name, i,
-	       c->disk->dev->name, why, strerror(err));
+	       d->dev->name, why, strerror(err));
 	atomic_fetch_or(&a->faulty, 1u << i);
 	array_health_changed(a);
+}
+
+void array_child_fail(struct array_child *c, const char *why, int err)
+{
+	if (!c->to_old)
+		array_member_fail(c->a, c->member, why, err);
+	else
+		array_old_fail(c->a, c->member, c->disk, why, err);
 }
 
 /* A member's own health change (an array of arrays, a fault layer). */
@@ -557,17 +560,41 @@ void array_complete(struct tc_array *a, struct tc_io *io, int result)
 		tc_dev_complete(&a->dev, io, result);
 }
 
+/* One part of @c done: the last one ends @c with the slot device's @result. */
+static void array_child_part_done(struct array_child *c, int result)
+{
+	if (atomic_fetch_sub_explicit(&c->parts, 1, memory_order_acq_rel) != 1)
+		return;
+	free(c->iovs);
+	c->iovs = NULL;
+	if (c->disk_old && c->old_result < 0)
+		array_old_fail(c->a, c->member, c->disk_old, "write error", -c->old_result);
+	c->disk_old = NULL;
+	if (result < 0 && c->io.op == TC_OP_READ)
+		atomic_fetch_add(&c->a->m[c->member].read_errors, 1);
+	c->done(c, result);
+}
+
 static void array_child_done(struct tc_io *cio, int result)
 {
 	struct array_child *c = (struct array_child *)cio;
 
 	atomic_fetch_sub_explicit(&c->a->m[c->member].inflight, 1, memory_order_relaxed);
 	atomic_fetch_sub_explicit(&c->disk->inflight, 1, memory_order_release);
-	free(c->iovs);
-	c->iovs = NULL;
-	if (result < 0 && c->io.op == TC_OP_READ)
-		atomic_fetch_add(&c->a->m[c->member].read_errors, 1);
-	c->done(c, result);
+	c->cur_result = result;
+	array_child_part_done(c, result);
+}
+
+/* The old member's part of a write to both devices of a replace. */
+static void array_child_old_done(struct tc_io *oio, int result)
+{
+	struct array_child *c = (struct array_child *)((char *)oio -
+						       offsetof(struct array_child, io_old));
+
+	atomic_fetch_sub_explicit(&c->a->m[c->member].inflight, 1, memory_order_relaxed);
+	atomic_fetch_sub_explicit(&c->disk_old->inflight, 1, memory_order_release);
+	c->old_result = result;
+	array_child_part_done(c, c->cur_result);
 }
 
 void array_child_submit(struct tc_array *a, struct array_child *c, unsigned member,
@@ -591,12 +618,18 @@ void array_child_submit_to(struct tc_array *a, struct array_child *c, unsigned m
 	struct array_disk *cur = atomic_load(&a->m[member].disk);
 	struct array_disk *old = atomic_load(&a->m[member].old);
 
-	/* A replace: the old member serves what is not copied yet. */
+	/* A replace: the old member serves what is not copied yet, and takes the writes
+	 * of what is (md writes a replacement and the device it replaces alike), so that
+	 * a copy resumed from an older checkpoint after a crash copies them again. */
+	if (old && atomic_load(&a->m[member].old_failed))
+		old = NULL;
 	if (route == 0)
-		route = old && !atomic_load(&a->m[member].old_failed) &&
-			off >= atomic_load(&a->rebuild_pos) ? 2 : 1;
+		route = old && off >= atomic_load(&a->rebuild_pos) ? 2 :
+			op == TC_OP_READ || op == TC_OP_FLUSH ? 1 : 3;
 	c->to_old = route == 2 && old;
 	c->disk = c->to_old ? old : cur;
+	c->disk_old = route == 3 ? old : NULL;
+	c->old_result = 0;
 	c->a = a;
 	c->member = member;
 	c->done = done;
@@ -624,12 +657,23 @@ void array_child_submit_to(struct tc_array *a, struct array_child *c, unsigned m
 		.done = array_child_done,
 		.prio = parent ? parent->prio : TC_PRIO_NORMAL,  /* the parent's class */
 	};
-	atomic_fetch_add_explicit(&a->m[member].inflight, 1, memory_order_relaxed);
+	if (iovcnt < 0)
+		c->disk_old = NULL;
+	atomic_store_explicit(&c->parts, c->disk_old ? 2 : 1, memory_order_relaxed);
+	atomic_fetch_add_explicit(&a->m[member].inflight, c->disk_old ? 2 : 1,
+				  memory_order_relaxed);
 	atomic_fetch_add_explicit(&c->disk->inflight, 1, memory_order_relaxed);
 	if (iovcnt < 0) {
 		c->iovs = NULL;
 		tc_dev_complete_later(&a->dev, &c->io, -ENOMEM);
 		return;
+	}
+	if (c->disk_old) {
+		struct array_disk *od = c->disk_old;
+		c->io_old = c->io;
+		c->io_old.done = array_child_old_done;
+		atomic_fetch_add_explicit(&od->inflight, 1, memory_order_relaxed);
+		tc_dev_submit(od->dev, &c->io_old);
 	}
 	tc_dev_submit(c->disk->dev, &c->io);
 }

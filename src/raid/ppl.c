@@ -21,13 +21,17 @@
  * member instead (Q is then what a lost data chunk is rebuilt from); once P's slot
  * is written again, the first update of a stripe that logged on Q wipes that older
  * entry after its own is durable, so a stale one is never replayed.  With both
- * parity members lost nothing needs recovery (the data are all there).  A full-stripe write logs a header alone (parity 0, no partial
- * parity), as md's PPL does: recovery recomputes that stripe's parity from its data.
- * Entries never span slots; a slot is reused once the update it
- * logged is durable (raid56.c: after a flush of the members on a whole array, at
- * completion of its FUA writes otherwise).  Per stripe only the
- * entry with the highest sequence number counts; the log is wiped at every assembly,
- * after recovery.
+ * parity members lost nothing needs recovery (the data are all there).  A full-stripe
+ * write logs a header alone (parity 0, no partial parity), as md's PPL does: recovery
+ * recomputes that stripe's parity from its data.  Entries never span slots; a slot is
+ * reused once the update it logged is durable (raid56.c: after a flush of the members
+ * on a whole array, at completion of its FUA writes otherwise).  Per stripe only the
+ * entry with the highest sequence number counts; the numbering starts again at every
+ * assembly, so no entry may outlive one: the log is wiped at every assembly, after
+ * recovery, and on a spare or a replacement as it joins (it may have been a member
+ * before).  During a replace, entries and wipes go to both the successor and the old
+ * member, and recovery reads the old member's log: it holds everything a log without
+ * the replace would.
  *
  * Header (little-endian):
  *   0 magic u32 "TCPL", 4 version u32, 8 uuid[16], 24 seq u64, 32 stripe u64,
@@ -195,19 +199,29 @@ static unsigned ppl_member(unsigned n, unsigned m, uint64_t s, unsigned d)
 struct ppl_found {
 	struct raid_ppl_entry e;
 	unsigned member, slot;
+	tc_dev *from;           /* the device whose log holds it */
+};
+
+/* The devices of recovery: the slots' (@dev), the old members of replaces (@old,
+ * NULL: none), the checkpoints of members being rebuilt (@valid). */
+struct ppl_devs {
+	tc_dev *const *dev, *const *old;
+	const uint64_t *valid;
 };
 
 /* The device of slot @d of stripe @s when it holds valid data there: present, and
- * (a member being rebuilt) the stripe below its checkpoint @valid. */
-static tc_dev *ppl_dev(tc_dev *const *dev, const uint64_t *valid, unsigned n, unsigned m,
-		       uint32_t chunk, uint64_t s, unsigned d)
+ * (a member being rebuilt) the stripe below its checkpoint, or else the old member
+ * of its replace, which takes every write (array.c). */
+static tc_dev *ppl_dev(const struct ppl_devs *v, unsigned n, unsigned m, uint32_t chunk,
+		       uint64_t s, unsigned d)
 {
 	unsigned x = ppl_member(n, m, s, d);
-	return valid && s * chunk >= valid[x] ? NULL : dev[x];
+	if (v->valid && s * chunk >= v->valid[x])
+		return v->old ? v->old[x] : NULL;
+	return v->dev[x];
 }
 
-static int ppl_apply(tc_ctx *ctx, const char *name, tc_dev *const *dev,
-		     const uint64_t *valid, unsigned n,
+static int ppl_apply(tc_ctx *ctx, const char *name, const struct ppl_devs *v, unsigned n,
 		     unsigned m, uint32_t chunk, uint64_t data_offset, struct parity *par,
 		     const struct ppl_found *f, const uint8_t *pp, bool *kept)
 {
@@ -230,7 +244,7 @@ static int ppl_apply(tc_ctx *ctx, const char *name, tc_dev *const *dev,
 	for (unsigned d = 0; d < k && !r; d++) {
 		if (!(e->touched & (1u << d)) || (e->in_pp & (1u << d)))
 			continue;       /* not modified, or its new data in the PP already */
-		tc_dev *md = ppl_dev(dev, valid, n, m, chunk, e->stripe, d);
+		tc_dev *md = ppl_dev(v, n, m, chunk, e->stripe, d);
 		if (!md) {
 			if (keep_hi == keep_lo || e->ws[d] < keep_lo)
 				keep_lo = e->ws[d];
@@ -247,7 +261,7 @@ static int ppl_apply(tc_ctx *ctx, const char *name, tc_dev *const *dev,
 	*kept = !r && keep_hi > keep_lo;
 	if (*kept) {
 		for (unsigned p = 0; p < m && !r; p++) {
-			tc_dev *pdv = ppl_dev(dev, valid, n, m, chunk, e->stripe, k + p);
+			tc_dev *pdv = ppl_dev(v, n, m, chunk, e->stripe, k + p);
 			if (!pdv)
 				continue;
 			r = tc_dev_io(pdv, TC_OP_READ, 0, cur + p * len, len, base + e->lo);
@@ -256,10 +270,14 @@ static int ppl_apply(tc_ctx *ctx, const char *name, tc_dev *const *dev,
 				       keep_hi - keep_lo);
 		}
 	}
+	/* To the slot's device (rebuilt or valid), and to the old member of a replace,
+	 * from which a copy resumed at the checkpoint takes these rows again. */
 	for (unsigned p = 0; p < m && !r; p++) {
-		tc_dev *pdv = dev[ppl_member(n, m, e->stripe, k + p)];  /* rebuilt or valid */
-		if (pdv)
-			r = tc_dev_io(pdv, TC_OP_WRITE, TC_IO_FUA, P[p], len, base + e->lo);
+		unsigned x = ppl_member(n, m, e->stripe, k + p);
+		tc_dev *to[2] = { v->dev[x], v->old ? v->old[x] : NULL };
+		for (unsigned t = 0; t < 2 && !r; t++)
+			if (to[t])
+				r = tc_dev_io(to[t], TC_OP_WRITE, TC_IO_FUA, P[p], len, base + e->lo);
 	}
 	if (r)
 		tc_err(ctx, "array %s: partial-parity log: stripe %" PRIu64 ": recovery I/O "
@@ -269,12 +287,13 @@ static int ppl_apply(tc_ctx *ctx, const char *name, tc_dev *const *dev,
 }
 
 int raid_ppl_recover(tc_ctx *ctx, const char *name, tc_dev *const *dev,
-		     const uint64_t *valid, unsigned n, unsigned m, uint32_t chunk,
-		     uint64_t data_offset, const uint8_t *uuid)
+		     tc_dev *const *old, const uint64_t *valid, unsigned n, unsigned m,
+		     uint32_t chunk, uint64_t data_offset, const uint8_t *uuid)
 {
 	unsigned k = n - m, nslots = raid_ppl_slots(chunk, m);
 	uint64_t ssize = raid_ppl_slot_size(chunk, m);
 	struct ppl_found *found = calloc((size_t)n * nslots + 1, sizeof(*found));
+	const struct ppl_devs v = { dev, old, valid };
 	uint8_t *area = aligned_alloc(4096, (size_t)ssize * nslots);
 	struct parity *par = NULL;
 	unsigned nfound = 0, nkept = 0;
@@ -286,13 +305,18 @@ int raid_ppl_recover(tc_ctx *ctx, const char *name, tc_dev *const *dev,
 		r = nslots ? -ENOMEM : -EINVAL;
 		goto out;
 	}
+	/* Every slot's log; for a replace in progress, the old member's: raid56.c writes
+	 * entries to both devices while it runs, so the old member's log holds those and
+	 * the older ones still in its slots, as a member's log would without a replace
+	 * (the successor's lacks the entries from before the replace began). */
 	for (unsigned i = 0; i < n; i++) {
-		if (!dev[i])
+		tc_dev *ld = old && old[i] ? old[i] : dev[i];
+		if (!ld)
 			continue;
-		r = tc_dev_io(dev[i], TC_OP_READ, 0, area, ssize * nslots, RAID_PPL_OFFSET);
+		r = tc_dev_io(ld, TC_OP_READ, 0, area, ssize * nslots, RAID_PPL_OFFSET);
 		if (r) {
 			tc_err(ctx, "array %s: member %s: reading the partial-parity log failed: %s",
-			       name, dev[i]->name, strerror(-r));
+			       name, ld->name, strerror(-r));
 			goto out;
 		}
 		for (unsigned j = 0; j < nslots; j++) {
@@ -303,23 +327,23 @@ int raid_ppl_recover(tc_ctx *ctx, const char *name, tc_dev *const *dev,
 			if (raid_ppl_decode(h, RAID_PPL_HDR, uuid, k, m, chunk, &e, why,
 					    sizeof(why)) != RAID_SB_OK) {
 				tc_warn(ctx, "array %s: member %s: log slot %u ignored: %s", name,
-					dev[i]->name, j, why);
+					ld->name, j, why);
 				continue;
 			}
 			/* On the stripe's P member, or (RAID 6) its Q member, which logs
 			 * while P's is lost. */
-			if (e.stripe >= dev[i]->size / chunk ||
+			if (e.stripe >= ld->size / chunk ||
 			    (ppl_member(n, m, e.stripe, k) != i &&
 			     (m < 2 || ppl_member(n, m, e.stripe, k + 1) != i))) {
 				tc_warn(ctx, "array %s: member %s: log slot %u ignored: stripe %"
 					PRIu64 " has its parity on other members", name,
-					dev[i]->name, j, e.stripe);
+					ld->name, j, e.stripe);
 				continue;
 			}
 			/* A torn entry: the update it announced never started. */
 			if (XXH64(h + RAID_PPL_HDR, (size_t)e.parity * (e.hi - e.lo), 0) != e.pp_csum)
 				continue;
-			found[nfound++] = (struct ppl_found){ e, i, j };
+			found[nfound++] = (struct ppl_found){ e, i, j, ld };
 		}
 	}
 	/* Per stripe the newest entry; the slots are few, so a quadratic pass is fine. */
@@ -331,11 +355,11 @@ int raid_ppl_recover(tc_ctx *ctx, const char *name, tc_dev *const *dev,
 				newest = false;
 		if (!newest)
 			continue;
-		r = tc_dev_io(dev[found[x].member], TC_OP_READ, 0, area, ssize,
+		r = tc_dev_io(found[x].from, TC_OP_READ, 0, area, ssize,
 			      RAID_PPL_OFFSET + ssize * found[x].slot);
 		bool kept = false;
 		if (!r)
-			r = ppl_apply(ctx, name, dev, valid, n, m, chunk, data_offset, par, &found[x],
+			r = ppl_apply(ctx, name, &v, n, m, chunk, data_offset, par, &found[x],
 				      area + RAID_PPL_HDR, &kept);
 		if (!r)
 			recovered++;

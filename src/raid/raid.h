@@ -232,8 +232,9 @@ void array_sync_kick(struct tc_array *a);
 /* array_spare_add - tc_array_add_spare() with the spare's member uuid @uuid (16 bytes,
  * from its superblock at assembly; NULL: none yet, sb.c gives it one when it next
  * persists); a faulty slot takes the spare at once only when @takeover (not in an
- * array assembled read-only for inspection).  Takes ownership of @dev, also on
- * failure. */
+ * array assembled read-only for inspection); with @takeover the spare's
+ * partial-parity log is cleared first (-EIO and the like when that write fails).
+ * Takes ownership of @dev, also on failure. */
 int array_spare_add(struct tc_array *a, tc_dev *dev, const uint8_t *uuid, bool takeover);
 /* array_takeover - a spare takes the faulty slot @i, if there is one (under no lock). */
 void array_takeover(struct tc_array *a, unsigned i);
@@ -268,6 +269,12 @@ struct array_child {
 	bool to_old;                    /* to the old member of a replace */
 	struct iovec iov1;              /* a flat buffer */
 	struct iovec *iovs;             /* malloc'ed slice of a parent's iovecs, or NULL */
+	/* A write to both devices of a replace (route 3): the old member's request, and
+	 * the parts still to complete; @done sees the slot device's result. */
+	struct tc_io io_old;
+	struct array_disk *disk_old;
+	atomic_uint parts;
+	int cur_result, old_result;
 };
 
 /* array_child_submit - submit @c to member @member: @op at @off for @len bytes, from or
@@ -279,8 +286,11 @@ void array_child_submit(struct tc_array *a, struct array_child *c, unsigned memb
 			const struct tc_io *parent, uint64_t skip, array_child_fn done,
 			void *owner);
 /* array_child_submit_to - the same with @route: 0 as array_child_submit() (a replace's
- * old member serves member offsets at or above rebuild_pos), 1 the slot's own device,
- * 2 the old member of a replace (rebuild.c). */
+ * old member serves member offsets at or above rebuild_pos; below it, writes go to
+ * both devices), 1 the slot's own device, 2 the old member of a replace (rebuild.c),
+ * 3 both devices of a replace (the slot's alone when none runs).  A write to both
+ * completes when both have; a failure of the old member's part gives that member up
+ * (array_child_fail) and @done sees the slot device's result. */
 void array_child_submit_to(struct tc_array *a, struct array_child *c, unsigned member,
 			   int route, unsigned op, unsigned flags, uint64_t off, uint64_t len,
 			   void *buf, const struct tc_io *parent, uint64_t skip,
@@ -560,6 +570,9 @@ bool raid_map_start(struct tc_array *a, uint64_t moff, uint64_t len,
 void raid_map_end(struct tc_array *a, uint64_t moff, uint64_t len);
 /* raid_map_needs_sync - whether member offset @moff is in a region to resync. */
 bool raid_map_needs_sync(struct tc_array *a, uint64_t moff);
+/* raid_map_resync_pending - whether regions named at assembly are still to resync
+ * (raid_map_resync_done not called yet); false without a map. */
+bool raid_map_resync_pending(struct tc_array *a);
 /* raid_map_resync_done - the resync pass ended: the regions to resync become normal
  * dirty regions (cleared when idle). */
 void raid_map_resync_done(struct tc_array *a);
@@ -613,16 +626,21 @@ enum raid_sb_status raid_ppl_decode(const void *buf, size_t len, const uint8_t *
  * are on the members now, becomes the parity again (md's ppl_recover_entry), so that
  * a chunk rebuilt from it later holds what it held.  Rows of a modified chunk whose
  * member is missing keep their parity.  @dev: the slot devices, NULL where missing;
- * @valid (NULL: all whole): per slot, the member offset (bytes from the data area)
- * below which it holds valid data (a member being rebuilt: its checkpoint; above it
- * it counts as missing, its log is read all the same).  Returns the stripes
+ * @old (NULL: none): per slot, the old member of a replace in progress, NULL where
+ * none (its log is read instead of the successor's, which lacks the entries from
+ * before the replace; it serves the rows at and above the checkpoint and takes the
+ * recomputed parity as the successor does); @valid (NULL: all whole): per slot,
+ * the member offset (bytes from the data area) below which it holds valid data (a
+ * member being rebuilt: its checkpoint; above it it counts as missing unless @old
+ * names its old member, its log is read all the same).  Returns the stripes
  * recovered, or a negative errno (a read or write failed). */
 int raid_ppl_recover(tc_ctx *ctx, const char *name, tc_dev *const *dev,
-		     const uint64_t *valid, unsigned n, unsigned m, uint32_t chunk,
-		     uint64_t data_offset, const uint8_t *uuid);
+		     tc_dev *const *old, const uint64_t *valid, unsigned n, unsigned m,
+		     uint32_t chunk, uint64_t data_offset, const uint8_t *uuid);
 
-/* raid_ppl_wipe - zero the log of every device in @dev (NULL skipped): at assembly,
- * after recovery, so that no entry of an earlier session is ever replayed. */
+/* raid_ppl_wipe - zero the log of every device in @dev (NULL skipped), FUA: at
+ * assembly after recovery, and on a spare or a replacement as it joins, so that no
+ * entry of an earlier session is ever replayed.  0 or the first write's -errno. */
 int raid_ppl_wipe(tc_ctx *ctx, const char *name, tc_dev *const *dev, unsigned n);
 
 /* array_ppl_enable - RAID 5/6: partial-stripe updates go through the log from now on

@@ -289,7 +289,8 @@ static void r56_io(struct r56_sop *op, unsigned slot, unsigned rw, uint64_t from
 
 	atomic_fetch_add(&op->pending, 1);
 	if (op->route)
-		array_child_submit_to(a, &op->child[slot], op->member[slot], op->route, rw, 0,
+		array_child_submit_to(a, &op->child[slot], op->member[slot], op->route, rw,
+				      rw == TC_OP_WRITE ? op->flags : 0,
 				      (op->stripe << a->chunk_shift) + from, to - from, buf,
 				      NULL, 0, r56_child_done, op);
 	else
@@ -540,7 +541,7 @@ static void r56_written(struct r56_sop *op)
 	r56_step_begin(op, r56_wiped);
 	if (array_member_writable(a, qm)) {
 		atomic_fetch_add(&op->pending, 1);
-		array_child_submit_to(a, &op->child[op->r->k + 1], qm, 1, TC_OP_WRITE,
+		array_child_submit_to(a, &op->child[op->r->k + 1], qm, 3, TC_OP_WRITE,
 				      TC_IO_FUA, RAID_PPL_OFFSET + op->r->ppl_slot_size *
 				      (uint64_t)op->ppl_wipe - a->data_offset, RAID_PPL_HDR,
 				      (void *)r56_no_entry, NULL, 0, r56_child_done, op);
@@ -750,8 +751,10 @@ static void r56_ppl_write(struct r56_sop *op)
 
 	r56_step_begin(op, r56_ppl_logged);
 	atomic_fetch_add(&op->pending, 1);
-	/* Child offsets are shifted by data_offset: undo it (mod 2^64). */
-	array_child_submit_to(a, &op->child[op->ppl_at], pm, 1, TC_OP_WRITE, TC_IO_FUA,
+	/* Child offsets are shifted by data_offset: undo it (mod 2^64).  During a
+	 * replace to both devices (route 3): the old member's log then stays the whole
+	 * log of the slot, which recovery reads (ppl.c). */
+	array_child_submit_to(a, &op->child[op->ppl_at], pm, 3, TC_OP_WRITE, TC_IO_FUA,
 			      RAID_PPL_OFFSET + r->ppl_slot_size * (uint64_t)op->ppl_slot -
 			      a->data_offset, len, op->ppl_buf, NULL, 0, r56_child_done, op);
 	r56_step_put(op);
@@ -1199,6 +1202,7 @@ static void r56_check_read(struct r56_sop *op)
 		r56_end(op, 0);
 		return;
 	}
+	op->flags |= TC_IO_FUA;         /* as a mirror's rewrites (rebuild.c) */
 	r56_step_rows(op, TC_OP_WRITE, write, r56_check_done);
 }
 

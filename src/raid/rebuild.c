@@ -23,7 +23,9 @@
  * its old member serves the offsets at or above rebuild_pos (array.c routes requests
  * so), the array keeps all its redundancy, and the position moves before the window's
  * lock is released (array_sync_advance), since writes at or above it go to the old
- * member only.
+ * member only.  Writes below it go to both (md's replacement), so that a copy resumed
+ * after a crash from a checkpoint below the position copies rows the old member
+ * holds the latest writes of.
  *
  * Members taken over while a pass runs (rebuild_pos > 0, or a window in flight) wait
  * for the next pass ("pending": written, never read), so that one rebuild position
@@ -832,11 +834,18 @@ static void ms_check_read(struct array_child *c, int result)
 		m->w->mismatches++;
 	uint32_t write = (m->bad & ~m->skip) | (m->w->kind == SYNC_REPAIR ? m->differ : 0);
 	atomic_store(&m->pending, 1);
+	/* FUA: after a crash reads take the first readable copy before the resync has
+	 * run, and what they returned must stay once the resync has made the copies
+	 * agree; a rewrite left in a member's cache and lost in a later crash let the
+	 * loss of the first copy's member take it back (tc-stress --arrays
+	 * --write-hole seed 188, a RAID 10).  Rewrites are few: only where copies
+	 * differ, or a read failed. */
 	for (unsigned i = 0; i < m->ext.ncopies; i++) {
 		if (!(write & (1u << i)))
 			continue;
 		atomic_fetch_add(&m->pending, 1);
-		array_child_submit_to(a, &m->child[i], m->ext.copy[i].member, 0, TC_OP_WRITE, 0,
+		array_child_submit_to(a, &m->child[i], m->ext.copy[i].member, 0, TC_OP_WRITE,
+				      TC_IO_FUA,
 				      m->ext.copy[i].offset, a->chunk, rb, &sync_bulk, 0,
 				      ms_check_written, m);
 	}
@@ -948,6 +957,23 @@ static int sync_fits(struct tc_array *a, tc_dev *dev, const char *what)
 	return 0;
 }
 
+/* The superblocks written now, after @dev (a @what) joined @a; on failure the persist
+ * timer tries again. */
+static void sync_persist_now(struct tc_array *a, const char *what, const char *dev)
+{
+	if (!a->persist)
+		return;
+	int r = a->persist(a);
+	if (r) {
+		tc_warn(a->dev.ctx, "array %s: %s %s added, but the superblocks could not be "
+			"updated yet: %s", a->dev.name, what, dev, strerror(-r));
+		pthread_mutex_lock(&a->lock);
+		a->sync->persist_wanted = true;
+		sync_schedule(a);
+		pthread_mutex_unlock(&a->lock);
+	}
+}
+
 int tc_array_add_spare(tc_dev *array, tc_dev *spare)
 {
 	struct tc_array *a = sync_array(array, "a spare");
@@ -962,19 +988,20 @@ int tc_array_add_spare(tc_dev *array, tc_dev *spare)
 	 * the array (or the member it took over), not a blank device that the assembly
 	 * refuses (seed 63 of tc-stress --arrays: a spare added and removed before the
 	 * persist timer ran had none). */
-	if (ret == 0 && a->persist) {
-		int r = a->persist(a);
-		if (r) {
-			tc_warn(a->dev.ctx, "array %s: spare %s added, but the superblocks "
-				"could not be updated yet: %s", a->dev.name, spare->name,
-				strerror(-r));
-			pthread_mutex_lock(&a->lock);   /* the timer tries again */
-			a->sync->persist_wanted = true;
-			sync_schedule(a);
-			pthread_mutex_unlock(&a->lock);
-		}
-	}
+	if (ret == 0)
+		sync_persist_now(a, "spare", spare->name);
 	return ret;
+}
+
+/* Under a->lock: whether @a has room for one more spare (else says so, -ENOSPC). */
+static int spare_room(struct tc_array *a, const tc_dev *spare)
+{
+	if (a->nspares + a->ngone < TC_ARRAY_MAX_EXTRA)
+		return 0;
+	tc_err(a->dev.ctx, "array %s: no room for spare %s: %u spares and %u retired "
+	       "members (at most %u; remove some)", a->dev.name, spare->name, a->nspares,
+	       a->ngone, TC_ARRAY_MAX_EXTRA);
+	return -ENOSPC;
 }
 
 int array_spare_add(struct tc_array *a, tc_dev *spare, const uint8_t *uuid, bool takeover)
@@ -982,17 +1009,26 @@ int array_spare_add(struct tc_array *a, tc_dev *spare, const uint8_t *uuid, bool
 	struct array_disk *d = NULL;
 	int ret = sync_fits(a, spare, "spare");
 
+	if (ret == 0) {
+		pthread_mutex_lock(&a->lock);
+		ret = spare_room(a, spare);
+		pthread_mutex_unlock(&a->lock);
+	}
+	/* A device that was a member of this array before (failed, left out at an
+	 * assembly) still holds its log entries, numbered in an earlier session: once
+	 * it takes a slot, recovery would replay them over the parity of later updates
+	 * (tc-stress --arrays --write-hole seed 44).  Its log is cleared before it can
+	 * take a slot, once the checks have passed; an inspection (no @takeover)
+	 * writes nothing. */
+	if (ret == 0 && takeover && a->ppl)
+		ret = raid_ppl_wipe(a->dev.ctx, a->dev.name, &spare, 1);
 	if (ret == 0 && !(d = calloc(1, sizeof(*d))))
 		ret = -ENOMEM;
 	if (ret == 0) {
 		pthread_mutex_lock(&a->lock);
-		if (a->nspares + a->ngone >= TC_ARRAY_MAX_EXTRA) {
+		ret = spare_room(a, spare);     /* again: the lock was let go */
+		if (ret)
 			pthread_mutex_unlock(&a->lock);
-			tc_err(a->dev.ctx, "array %s: no room for spare %s: %u spares and %u "
-			       "retired members (at most %u; remove some)", a->dev.name,
-			       spare->name, a->nspares, a->ngone, TC_ARRAY_MAX_EXTRA);
-			ret = -ENOSPC;
-		}
 	}
 	if (ret < 0) {
 		free(d);
@@ -1089,6 +1125,29 @@ int tc_array_remove(tc_dev *array, const char *name)
 	return 0;
 }
 
+/* Under a->lock: why member @i of @a cannot be replaced now (said, -EBUSY or
+ * -ENOSPC), or 0. */
+static int replace_refused(struct tc_array *a, unsigned i)
+{
+	if (atomic_load(&a->m[i].state) != TC_MEMBER_ACTIVE) {
+		tc_err(a->dev.ctx, "array %s: member %u (%s) is not active: nothing to copy "
+		       "from (add a spare instead)", a->dev.name, i,
+		       a->m[i].dev ? a->m[i].dev->name : "removed");
+		return -EBUSY;
+	}
+	if (a->sync->action != TC_ARRAY_SYNC_IDLE || a->sync->inflight) {
+		tc_err(a->dev.ctx, "array %s: a %s runs: one pass at a time", a->dev.name,
+		       a->sync->action == TC_ARRAY_SYNC_REBUILD ? "rebuild" : "check");
+		return -EBUSY;
+	}
+	if (a->nspares + a->ngone >= TC_ARRAY_MAX_EXTRA) {
+		tc_err(a->dev.ctx, "array %s: no room to retire member %u: remove a spare or "
+		       "a retired member first", a->dev.name, i);
+		return -ENOSPC;
+	}
+	return 0;
+}
+
 int tc_array_replace(tc_dev *array, unsigned i, tc_dev *dev)
 {
 	struct tc_array *a = sync_array(array, "replace");
@@ -1102,24 +1161,18 @@ int tc_array_replace(tc_dev *array, unsigned i, tc_dev *dev)
 	}
 	if (ret == 0)
 		ret = sync_fits(a, dev, "replacement");
+	if (ret == 0) {
+		pthread_mutex_lock(&a->lock);
+		ret = replace_refused(a, i);
+		pthread_mutex_unlock(&a->lock);
+	}
+	if (ret == 0 && a->ppl)         /* as a spare's (array_spare_add) */
+		ret = raid_ppl_wipe(a->dev.ctx, a->dev.name, &dev, 1);
 	if (ret == 0 && !(d = calloc(1, sizeof(*d))))
 		ret = -ENOMEM;
 	if (ret == 0) {
 		pthread_mutex_lock(&a->lock);
-		if (atomic_load(&a->m[i].state) != TC_MEMBER_ACTIVE) {
-			tc_err(a->dev.ctx, "array %s: member %u (%s) is not active: nothing to "
-			       "copy from (add a spare instead)", a->dev.name, i,
-			       a->m[i].dev ? a->m[i].dev->name : "removed");
-			ret = -EBUSY;
-		} else if (a->sync->action != TC_ARRAY_SYNC_IDLE || a->sync->inflight) {
-			tc_err(a->dev.ctx, "array %s: a %s runs: one pass at a time", a->dev.name,
-			       a->sync->action == TC_ARRAY_SYNC_REBUILD ? "rebuild" : "check");
-			ret = -EBUSY;
-		} else if (a->nspares + a->ngone >= TC_ARRAY_MAX_EXTRA) {
-			tc_err(a->dev.ctx, "array %s: no room to retire member %u: remove a "
-			       "spare or a retired member first", a->dev.name, i);
-			ret = -ENOSPC;
-		}
+		ret = replace_refused(a, i);    /* again: the lock was let go */
 		if (ret < 0)
 			pthread_mutex_unlock(&a->lock);
 	}
@@ -1147,6 +1200,10 @@ int tc_array_replace(tc_dev *array, unsigned i, tc_dev *dev)
 	tc_dev_watch(dev, array_member_event_fn, a);
 	tc_info(a->dev.ctx, "array %s: replacing member %u (%s) by %s", a->dev.name, i,
 		atomic_load(&a->m[i].old)->dev->name, dev->name);
+	/* As for a spare: once the call returns, an assembly finds the successor in its
+	 * slot (tc-stress --arrays --write-hole seed 174: a cut right after the replace
+	 * left it without a superblock, and the assembly refused it). */
+	sync_persist_now(a, "replacement", dev->name);
 	return 0;
 }
 

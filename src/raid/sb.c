@@ -738,13 +738,17 @@ void array_sb_close(struct tc_array *a)
 		for (unsigned i = 0; i < a->n; i++)
 			if (array_member_active(a, i) && tc_dev_flush(a->m[i].dev))
 				flushed = false;
-		/* The write-intent map all clear, before the superblocks say clean. */
-		raid_map_close(a, flushed);
+		/* A resync that has not ended (a mirror's copies, the map's regions)
+		 * leaves the array dirty and the map as it is, so that the next assembly
+		 * resyncs again.  Clearing the map here let that assembly resync nothing
+		 * and then read a stale copy (tc-stress --arrays --write-hole seed 154: a
+		 * RAID 10 whose resync waited for a rebuild that could not run). */
+		bool pending = atomic_load(&a->unsynced) || raid_map_resync_pending(a);
+		/* Else the write-intent map all clear, before the superblocks say clean. */
+		raid_map_close(a, flushed && !pending);
 		map_clean = true;
 		pthread_mutex_lock(&p->lock);
-		/* A mirror whose resync has not ended stays dirty: the next assembly
-		 * resyncs it again. */
-		if (flushed && !atomic_load(&a->unsynced))
+		if (flushed && !pending)
 			p->sb.flags &= ~RAID_SB_DIRTY;
 		(void)sb_write_all(a, p);
 		pthread_mutex_unlock(&p->lock);
@@ -1315,7 +1319,7 @@ int tc_array_assemble(tc_ctx *ctx, tc_dev **devs, unsigned n, unsigned flags,
 		 * there, and its log took entries as any member's), and its log is wiped
 		 * with the others (seed 44 of tc-stress --arrays --write-hole: left out,
 		 * its rows written at the crash kept a torn parity). */
-		tc_dev *logs[TC_ARRAY_MAX_MEMBERS] = { 0 };
+		tc_dev *logs[TC_ARRAY_MAX_MEMBERS] = { 0 }, *olds[TC_ARRAY_MAX_MEMBERS] = { 0 };
 		uint64_t valid[TC_ARRAY_MAX_MEMBERS];
 		for (unsigned s = 0; s < R->members; s++) {
 			valid[s] = UINT64_MAX;
@@ -1323,16 +1327,19 @@ int tc_array_assemble(tc_ctx *ctx, tc_dev **devs, unsigned n, unsigned flags,
 			if (slot_dev[s] && R->slot[s].state == TC_MEMBER_REBUILDING) {
 				logs[s] = slot_dev[s];
 				valid[s] = R->rebuild_pos;
+				olds[s] = old_dev[s];   /* a replace goes on */
 			}
 		}
 		if (R->flags & RAID_SB_DIRTY) {
-			r = raid_ppl_recover(ctx, R->name, logs, valid, R->members,
+			r = raid_ppl_recover(ctx, R->name, logs, olds, valid, R->members,
 					     R->level == TC_RAID6 ? 2 : 1, R->chunk,
 					     R->data_offset, R->uuid);
 			if (r < 0)
 				goto fail;
 		}
 		r = raid_ppl_wipe(ctx, R->name, logs, R->members);
+		if (r == 0)
+			r = raid_ppl_wipe(ctx, R->name, olds, R->members);
 		if (r < 0)
 			goto fail;
 		r = 0;

@@ -583,6 +583,19 @@ bool raid_map_needs_sync(struct tc_array *a, uint64_t moff)
 	return r;
 }
 
+bool raid_map_resync_pending(struct tc_array *a)
+{
+	struct raid_map *mp = a->map;
+	bool r;
+
+	if (!mp)
+		return false;
+	pthread_mutex_lock(&mp->lock);
+	r = mp->resyncing;
+	pthread_mutex_unlock(&mp->lock);
+	return r;
+}
+
 void raid_map_resync_done(struct tc_array *a)
 {
 	struct raid_map *mp = a->map;
