@@ -4,7 +4,9 @@
 # `array fail` of a member (the spare takes its slot and rebuilds, seen in `array
 # status`, while fio crc32c verify reads and writes through it), `array check` (no
 # mismatches), `array remove` of the failed member, `array rebuild-rate`, and each bad
-# input refused with its message and nothing changed.
+# input refused with its message and nothing changed; then a rebuild cut by kill -9,
+# resumed from its checkpoint by the next server, fio verifying what was written
+# before and during it.
 . "$(dirname "$0")/lib.sh"
 need fio
 cd "$T"
@@ -150,5 +152,45 @@ grep -q '^array r5 .*active (survives 1 more member failure), clean' st.txt ||
 serve s1 s0 d2
 # shellcheck disable=SC2086
 fio_nbd v5 v3 $W $COMMON --verify_only
+
+log "kill -9 mid-rebuild: the rebuild resumes from its checkpoint, the data verifies"
+truncate -s 64M s2
+ctl array add-spare r5 s2 >/dev/null
+ctl array rebuild-rate r5 --min 1 --max 4 >/dev/null  # 56 MiB at 4 MB/s: about 14 s
+ctl array fail r5 d2 >/dev/null
+# Writes while it rebuilds, verified after the restart.
+# shellcheck disable=SC2086
+fio_nbd v5 w3 $W $COMMON --randseed=93 --offset=56m --size=8m
+rebuilt_some() {
+	[ "$(ctl array status --json r5 | json_get - arrays 0 sync_pos)" -ge $((8 << 20)) ]
+}
+wait_until 30 rebuilt_some
+[ "$(ctl array status --json r5 | json_get - arrays 0 sync)" = rebuild ] ||
+	fail "the rebuild ended before the kill: $(ctl array status r5)"
+kill_server
+[ -S "$SOCK" ] || fail "expected the killed server's NBD socket to be left behind"
+# The members record s2 rebuilding and the checkpoint it reached, which the next
+# server resumes from (not from 0).
+tc array status --json s1 s0 s2 d2 >ks.json 2>ks.err || fail "offline status: $(cat ks.err)"
+[ "$(json_get ks.json members slot=2 state)" = rebuilding ] ||
+	fail "s2 not recorded rebuilding: $(cat ks.json)"
+[ "$(json_get ks.json rebuild_pos)" -gt 0 ] ||
+	fail "no rebuild checkpoint recorded: $(cat ks.json)"
+serve s1 s0 s2 d2
+# Reads during the resumed rebuild, then after it.
+# shellcheck disable=SC2086
+fio_nbd v5 v6 $W $COMMON --verify_only
+ctl array rebuild-rate r5 --max unlimited --priority 100 >/dev/null
+wait_until 60 active
+[ "$(ctl array status --json r5 | json_get - arrays 0 members slot=2 device)" = "$T/s2" ] ||
+	fail "s2 not in slot 2: $(ctl array status r5)"
+# shellcheck disable=SC2086
+fio_nbd v5 v7 $W $COMMON --randseed=92 --offset=48m --size=8m --verify_only
+# shellcheck disable=SC2086
+fio_nbd v5 v8 $W $COMMON --randseed=93 --offset=56m --size=8m --verify_only
+ctl array check r5 >/dev/null
+wait_until 40 active
+[ "$(ctl array status --json r5 | json_get - arrays 0 mismatches)" = 0 ] ||
+	fail "mismatches after the resumed rebuild: $(ctl array status r5)"
 stop_server
 log "ok"
