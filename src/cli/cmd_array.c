@@ -353,7 +353,8 @@ static const char help[] =
 "    and device, and the hot spares.  A member left out of the assembly (stale: an\n"
 "    older event count; recorded faulty; of another array) is named on stderr.\n"
 "    `array status [NAME]` asks the running server (--control) for its arrays, or only\n"
-"    the array NAME.\n"
+"    the array NAME.  With --json both print {\"arrays\": [...]}, one object per array\n"
+"    (offline, the one array the members make).\n"
 "\n"
 "    `array assemble DEVICE...` assembles the array from the members given, offline,\n"
 "    records the assembly on them (members left out are faulty from then on, and the\n"
@@ -523,11 +524,17 @@ static int offline(char **specs, unsigned n, bool json, bool rw, bool force)
 			cli_ju64(jo, "events") + 1));
 	}
 	json_object_object_del(jo, "readonly");   /* how it was read, not a state */
-	if (json)
-		print_json(jo);
-	else
+	if (json) {
+		/* The running server's shape, with the one array read here. */
+		json_object *res = json_object_new_object(), *list = json_object_new_array();
+		json_object_array_add(list, jo);
+		json_object_object_add(res, "arrays", list);
+		print_json(res);
+		json_object_put(res);
+	} else {
 		print_array(jo);
-	json_object_put(jo);
+		json_object_put(jo);
+	}
 	return TC_EXIT_OK;
 }
 

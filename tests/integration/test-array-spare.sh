@@ -172,9 +172,9 @@ kill_server
 # The members record s2 rebuilding and the checkpoint it reached, which the next
 # server resumes from (not from 0).
 tc array status --json s1 s0 s2 d2 >ks.json 2>ks.err || fail "offline status: $(cat ks.err)"
-[ "$(json_get ks.json members slot=2 state)" = rebuilding ] ||
+[ "$(json_get ks.json arrays 0 members slot=2 state)" = rebuilding ] ||
 	fail "s2 not recorded rebuilding: $(cat ks.json)"
-[ "$(json_get ks.json rebuild_pos)" -gt 0 ] ||
+[ "$(json_get ks.json arrays 0 rebuild_pos)" -gt 0 ] ||
 	fail "no rebuild checkpoint recorded: $(cat ks.json)"
 serve s1 s0 s2 d2
 # Reads during the resumed rebuild, then after it.

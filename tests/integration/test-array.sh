@@ -77,10 +77,10 @@ grep -q '^array r5 (uuid .*): raid5, chunk 64.0 KiB, 4 members, 264.0 MiB, activ
 	fail "status: $(cat st.txt)"
 tc array status --json d3 d1 d2 d0 >st.json
 for s in 0 1 2 3; do
-	[ "$(json_get st.json members "slot=$s" device)" = "$T/d$s" ] ||
-		fail "slot $s is $(json_get st.json members "slot=$s" device)"
+	[ "$(json_get st.json arrays 0 members "slot=$s" device)" = "$T/d$s" ] ||
+		fail "slot $s is $(json_get st.json arrays 0 members "slot=$s" device)"
 done
-[ "$(json_get st.json dirty)" = False ] || fail "r5 dirty after create"
+[ "$(json_get st.json arrays 0 dirty)" = False ] || fail "r5 dirty after create"
 expect_fail 1 'belongs to another array, "r6"' tc array status d0 d1 d4
 expect_fail 1 'holds no array member superblock' tc array status d0 d8
 
@@ -144,15 +144,15 @@ done
 log "kill -9: dirty; dirty and degraded RAID 5 refused, then forced"
 kill_server
 tc array status --json d0 d1 d3 >dirty.json 2>/dev/null
-[ "$(json_get dirty.json dirty)" = True ] || fail "r5 not dirty after kill -9"
+[ "$(json_get dirty.json arrays 0 dirty)" = True ] || fail "r5 not dirty after kill -9"
 expect_fail 1 'array r5: dirty and degraded \(slot 2 missing\).*give --force' \
 	tc array assemble d0 d1 d3
-[ "$(tc array status --json d0 d1 d3 2>/dev/null | json_get - dirty)" = True ] ||
+[ "$(tc array status --json d0 d1 d3 2>/dev/null | json_get - arrays 0 dirty)" = True ] ||
 	fail "the refused assembly wrote"
 tc array assemble --force d0 d1 d3 2>force.txt >/dev/null
 grep -q 'starting dirty and degraded .* because forced' force.txt ||
 	fail "no forced warning: $(cat force.txt)"
-[ "$(tc array status --json d0 d1 d3 | json_get - dirty)" = False ] || fail "still dirty"
+[ "$(tc array status --json d0 d1 d3 | json_get - arrays 0 dirty)" = False ] || fail "still dirty"
 # A member file that is gone: the array assembles without it (it is degraded anyway).
 serve "array:d0,d1,d3,$T/gone"
 grep -q "array member $T/gone cannot be used" "$LOG" || fail "gone member not named"
@@ -171,7 +171,7 @@ tc attach --cache array:p0,p1 --backing b0 >att.txt 2>att.err ||
 	fail "offline attach on an array cache: $(cat att.err)"
 grep -q '^volume "vp": attached to cache array:' att.txt || fail "attach: $(cat att.txt)"
 ! grep -q 'not shut down cleanly' att.err || fail "attach warned: $(cat att.err)"
-[ "$(tc array status --json p0 p1 | json_get - dirty)" = False ] || fail "pool left dirty"
+[ "$(tc array status --json p0 p1 | json_get - arrays 0 dirty)" = False ] || fail "pool left dirty"
 
 log "a member list missing a member the array last ran with is refused, nothing written"
 truncate -s 96M q0 q1 q2
