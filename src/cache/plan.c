@@ -152,6 +152,15 @@ static bool sub_instant(const struct tc_sub *s)
 	       a + s->len <= s->req->instant_hi;
 }
 
+/* The write policy of line @line of @v now: its range's own, else the volume's. */
+static uint8_t rwp_now(struct tc_volume *v, uint32_t line)
+{
+	uint8_t rwp;
+	if (tc_region_of(v, line, &rwp) == TC_REGION_POLICY)
+		return rwp;
+	return __atomic_load_n(&v->set.write_policy, __ATOMIC_ACQUIRE);
+}
+
 static uint8_t effective_route(struct tc_sub *s)
 {
 	struct tc_volume *v = s->vol;
@@ -177,9 +186,16 @@ static uint8_t effective_route(struct tc_sub *s)
 	case TC_WP_WB:
 	case TC_WP_INSTWB:
 		/* Announce the write-back write before looking at draining; a drain raises
-		 * draining before reading wb_inflight, so one of the two sees the other. */
+		 * draining before reading wb_inflight, so one of the two sees the other.
+		 * The policy is read again after draining: a drain that ran between the
+		 * first read and the announcement (it saw no write in flight), then the new
+		 * policy and draining lowered, would otherwise let this write go dirty under
+		 * a policy that is no longer write-back (test_cache_threaded under TSan:
+		 * 16 KiB dirty right after a switch to wa).  The setter publishes the
+		 * policy before lowering draining, so seeing it lowered shows the policy. */
 		atomic_fetch_add(&v->wb_inflight, 1);
-		if (!atomic_load(&v->draining) && !tc_range_flushing(v, s->line_no))
+		if (!atomic_load(&v->draining) && !tc_range_flushing(v, s->line_no) &&
+		    tc_write_policy_is_wb(rwp_now(v, s->line_no)))
 			return ROUTE_WB;
 		atomic_fetch_sub(&v->wb_inflight, 1);
 		return ROUTE_WT;
