@@ -31,6 +31,14 @@
  * member lost and with two (docs/benchmarks.md, "Uncached arrays of HDDs").
  *
  *   tc-bench-raid --hdd [--dir DIR] [--member-mib MIB] [--rounds N] [--seconds S]
+ *
+ * --replace: what a replace costs the writes it overlaps.  The same RAID 6 of emulated
+ * HDDs; random 4 KiB writes at QD 16 for --seconds on the healthy array, then with a
+ * replace of member 1 held at 90 % of its copy (run at full speed to there, then at a
+ * rate that copies nothing more in the run): writes to the rows already copied go to
+ * the successor and to the member being replaced (docs/raid.md, "Replace").
+ *
+ *   tc-bench-raid --replace [--dir DIR] [--member-mib MIB] [--rounds N] [--seconds S]
  */
 #include <errno.h>
 #include <getopt.h>
@@ -232,6 +240,54 @@ static int bench_rebuild(const char *dir, uint64_t msize, unsigned rounds, doubl
 	return 0;
 }
 
+/* Random 4 KiB writes on the healthy array, then during a replace held at 90 %. */
+static int bench_replace(const char *dir, uint64_t msize, unsigned rounds, double seconds)
+{
+	tc_ctx *ctx;
+	uint8_t *bufs = bench_setup(&ctx, QD * REQ, 0x5d);
+	double healthy[MAX_ROUNDS], during[MAX_ROUNDS];
+	uint64_t asize = msize * (MEMBERS - 2);
+
+	for (unsigned r = 0; r < rounds; r++) {
+		tc_dev *a = rebuild_array(ctx, dir, r, msize, bufs);
+		struct bench_qd_job j = { .dev = a, .op = TC_OP_WRITE, .size = asize,
+					  .len = 4 * KIB, .random = true, .seconds = seconds,
+					  .qd = 16, .bufs = bufs };
+		bench_qd_run(&j);
+		healthy[r] = (double)j.requests / ((double)j.wall_ns / 1e9);
+		struct tc_array_rebuild_opts ro = { .max_rate = UINT64_MAX, .priority = 100 };
+		CHECK(tc_array_set_rebuild(a, &ro), "rebuild rates");
+		CHECK(tc_array_replace(a, 1, emu_new(ctx, emu_path(dir, r, 7), msize)), "replace");
+		struct tc_array_status st;
+		do {
+			struct timespec ts = { 0, 2000000 };
+			nanosleep(&ts, NULL);
+			tc_array_status(a, &st);
+		} while (st.sync == TC_ARRAY_SYNC_REBUILD && st.sync_pos < msize / 10 * 9);
+		ro = (struct tc_array_rebuild_opts){ .min_rate = 1000, .max_rate = 1000 };
+		CHECK(tc_array_set_rebuild(a, &ro), "rebuild rates");
+		tc_array_status(a, &st);
+		if (st.sync != TC_ARRAY_SYNC_REBUILD)
+			fprintf(stderr, BENCH_NAME ": the replace ended before the run; lengthen "
+				"--member-mib\n");
+		j = (struct bench_qd_job){ .dev = a, .op = TC_OP_WRITE, .size = asize,
+					   .len = 4 * KIB, .random = true, .seconds = seconds,
+					   .qd = 16, .bufs = bufs };
+		bench_qd_run(&j);
+		during[r] = (double)j.requests / ((double)j.wall_ns / 1e9);
+		rebuild_close(a, dir, r);
+		remove(emu_path(dir, r, 7));
+	}
+	double h = bench_median(healthy, rounds), d = bench_median(during, rounds);
+	printf("RAID 6 of %u emulated HDDs (profile hdd), chunk 256 KiB, %" PRIu64 " MiB "
+	       "members, %u rounds\n", MEMBERS, msize / MIB, rounds);
+	printf("  random 4 KiB writes QD 16: healthy %6.0f IOPS, during a replace at 90 %% "
+	       "%6.0f IOPS (%.2f of healthy)\n", h, d, d / h);
+	free(bufs);
+	tc_ctx_free(ctx);
+	return 0;
+}
+
 /* ---- uncached RAID 6 of emulated HDDs ------------------------------------------------ */
 
 #define HDD_RAND_QD 16u
@@ -329,7 +385,8 @@ static int bench_hdd(const char *dir, uint64_t msize, unsigned rounds, double se
 static void usage(void)
 {
 	printf("usage: " BENCH_NAME " [--size MIB] [--rounds N]\n"
-	       "       " BENCH_NAME " --rebuild|--hdd [--dir DIR] [--member-mib MIB] [--rounds N]"
+	       "       " BENCH_NAME " --rebuild|--hdd|--replace [--dir DIR] [--member-mib MIB]"
+	       " [--rounds N]"
 	       " [--seconds S]\n"
 	       "  Full-stripe sequential write and read throughput of a RAID 6 array of %u\n"
 	       "  memory members (chunk 256 KiB, 1 MiB requests at QD %u) against one memory\n"
@@ -342,9 +399,12 @@ static void usage(void)
 	       "  --hdd        instead: a RAID 6 of %u emulated HDDs uncached against one of\n"
 	       "               its members: sequential 1 MiB writes and reads, random 4 KiB\n"
 	       "               reads and writes, and reads with one and two members lost\n"
-	       "  --dir DIR    --rebuild, --hdd: folder of the emulated HDDs' files (default /tmp)\n"
-	       "  --member-mib MIB  --rebuild, --hdd: member size (default 256)\n"
-	       "  --seconds S  --rebuild, --hdd: length of each run (default 3)\n"
+	       "  --replace    instead: random 4 KiB write IOPS of that RAID 6, healthy and\n"
+	       "               during a replace of a member held at 90 %% of its copy\n"
+	       "  --dir DIR    --rebuild, --hdd, --replace: folder of the emulated HDDs' files\n"
+	       "               (default /tmp)\n"
+	       "  --member-mib MIB  --rebuild, --hdd, --replace: member size (default 256)\n"
+	       "  --seconds S  --rebuild, --hdd, --replace: length of each run (default 3)\n"
 	       "  --depth N    --rebuild: rebuild windows in flight (default 0: the library's)\n",
 	       MEMBERS, QD, MAX_ROUNDS, MEMBERS, MEMBERS);
 }
@@ -357,6 +417,7 @@ int main(int argc, char **argv)
 		{ "help", no_argument, NULL, 'h' },
 		{ "rebuild", no_argument, NULL, 'R' },
 		{ "hdd", no_argument, NULL, 'H' },
+		{ "replace", no_argument, NULL, 'P' },
 		{ "dir", required_argument, NULL, 'd' },
 		{ "member-mib", required_argument, NULL, 'm' },
 		{ "seconds", required_argument, NULL, 't' },
@@ -365,7 +426,7 @@ int main(int argc, char **argv)
 	};
 	uint64_t size_mib = 256, member_mib = 256;
 	unsigned rounds = 5, depth = 0;
-	bool rebuild = false, hdd = false;
+	bool rebuild = false, hdd = false, replace = false;
 	const char *dir = "/tmp";
 	double seconds = 3;
 	int c;
@@ -377,6 +438,9 @@ int main(int argc, char **argv)
 			break;
 		case 'H':
 			hdd = true;
+			break;
+		case 'P':
+			replace = true;
 			break;
 		case 'd':
 			dir = optarg;
@@ -414,6 +478,8 @@ int main(int argc, char **argv)
 	}
 	if (hdd)
 		return bench_hdd(dir, member_mib * MIB, rounds, seconds);
+	if (replace)
+		return bench_replace(dir, member_mib * MIB, rounds, seconds);
 	if (rebuild)
 		return bench_rebuild(dir, member_mib * MIB, rounds, seconds, depth);
 	uint64_t size = size_mib * MIB;
