@@ -152,13 +152,15 @@ static bool sub_instant(const struct tc_sub *s)
 	       a + s->len <= s->req->instant_hi;
 }
 
-/* The write policy of line @line of @v now: its range's own, else the volume's. */
-static uint8_t rwp_now(struct tc_volume *v, uint32_t line)
+/* The write policy of line @line of @v now: its range's own (region.c), else the
+ * volume's; *@kind (may be NULL) the range's kind. */
+static uint8_t line_policy(struct tc_volume *v, uint32_t line, unsigned *kind)
 {
-	uint8_t rwp;
-	if (tc_region_of(v, line, &rwp) == TC_REGION_POLICY)
-		return rwp;
-	return __atomic_load_n(&v->set.write_policy, __ATOMIC_ACQUIRE);
+	uint8_t wp = __atomic_load_n(&v->set.write_policy, __ATOMIC_ACQUIRE), rwp;
+	unsigned k = tc_region_of(v, line, &rwp);
+	if (kind)
+		*kind = k;
+	return k == TC_REGION_POLICY ? rwp : wp;
 }
 
 static uint8_t effective_route(struct tc_sub *s)
@@ -166,15 +168,12 @@ static uint8_t effective_route(struct tc_sub *s)
 	struct tc_volume *v = s->vol;
 	if (atomic_load(&s->c->failed))
 		return ROUTE_PT;
-	uint8_t wp = __atomic_load_n(&v->set.write_policy, __ATOMIC_ACQUIRE);
 	/* A range's own attribute (region.c): uncacheable goes around the cache, a
 	 * range with its own write policy follows it. */
-	uint8_t rwp;
-	switch (tc_region_of(v, s->line_no, &rwp)) {
-	case TC_REGION_UNCACHEABLE: return ROUTE_PT;
-	case TC_REGION_POLICY: wp = rwp; break;
-	default: break;
-	}
+	unsigned kind;
+	uint8_t wp = line_policy(v, s->line_no, &kind);
+	if (kind == TC_REGION_UNCACHEABLE)
+		return ROUTE_PT;
 	bool instant = wp == TC_WP_INSTWB && sub_instant(s);
 	if (s->req->seq_bypass && wp != TC_WP_PT && !instant)
 		return ROUTE_PT;
@@ -195,7 +194,7 @@ static uint8_t effective_route(struct tc_sub *s)
 		 * policy before lowering draining, so seeing it lowered shows the policy. */
 		atomic_fetch_add(&v->wb_inflight, 1);
 		if (!atomic_load(&v->draining) && !tc_range_flushing(v, s->line_no) &&
-		    tc_write_policy_is_wb(rwp_now(v, s->line_no)))
+		    tc_write_policy_is_wb(line_policy(v, s->line_no, NULL)))
 			return ROUTE_WB;
 		atomic_fetch_sub(&v->wb_inflight, 1);
 		return ROUTE_WT;

@@ -199,7 +199,6 @@ static unsigned ppl_member(unsigned n, unsigned m, uint64_t s, unsigned d)
 struct ppl_found {
 	struct raid_ppl_entry e;
 	unsigned member, slot;
-	tc_dev *from;           /* the device whose log holds it */
 };
 
 /* The devices of recovery: the slots' (@dev), the old members of replaces (@old,
@@ -219,6 +218,16 @@ static tc_dev *ppl_dev(const struct ppl_devs *v, unsigned n, unsigned m, uint32_
 	if (v->valid && s * chunk >= v->valid[x])
 		return v->old ? v->old[x] : NULL;
 	return v->dev[x];
+}
+
+/* The device whose log recovery reads for slot @i: for a replace in progress the old
+ * member's (raid56.c writes entries to both devices while it runs, so the old
+ * member's log holds those and the older ones still in its slots, as a member's log
+ * would without a replace; the successor's lacks the entries from before the replace
+ * began), else the slot's. */
+static tc_dev *ppl_log_dev(const struct ppl_devs *v, unsigned i)
+{
+	return v->old && v->old[i] ? v->old[i] : v->dev[i];
 }
 
 static int ppl_apply(tc_ctx *ctx, const char *name, const struct ppl_devs *v, unsigned n,
@@ -305,12 +314,8 @@ int raid_ppl_recover(tc_ctx *ctx, const char *name, tc_dev *const *dev,
 		r = nslots ? -ENOMEM : -EINVAL;
 		goto out;
 	}
-	/* Every slot's log; for a replace in progress, the old member's: raid56.c writes
-	 * entries to both devices while it runs, so the old member's log holds those and
-	 * the older ones still in its slots, as a member's log would without a replace
-	 * (the successor's lacks the entries from before the replace began). */
 	for (unsigned i = 0; i < n; i++) {
-		tc_dev *ld = old && old[i] ? old[i] : dev[i];
+		tc_dev *ld = ppl_log_dev(&v, i);
 		if (!ld)
 			continue;
 		r = tc_dev_io(ld, TC_OP_READ, 0, area, ssize * nslots, RAID_PPL_OFFSET);
@@ -343,7 +348,7 @@ int raid_ppl_recover(tc_ctx *ctx, const char *name, tc_dev *const *dev,
 			/* A torn entry: the update it announced never started. */
 			if (XXH64(h + RAID_PPL_HDR, (size_t)e.parity * (e.hi - e.lo), 0) != e.pp_csum)
 				continue;
-			found[nfound++] = (struct ppl_found){ e, i, j, ld };
+			found[nfound++] = (struct ppl_found){ e, i, j };
 		}
 	}
 	/* Per stripe the newest entry; the slots are few, so a quadratic pass is fine. */
@@ -355,7 +360,7 @@ int raid_ppl_recover(tc_ctx *ctx, const char *name, tc_dev *const *dev,
 				newest = false;
 		if (!newest)
 			continue;
-		r = tc_dev_io(found[x].from, TC_OP_READ, 0, area, ssize,
+		r = tc_dev_io(ppl_log_dev(&v, found[x].member), TC_OP_READ, 0, area, ssize,
 			      RAID_PPL_OFFSET + ssize * found[x].slot);
 		bool kept = false;
 		if (!r)
