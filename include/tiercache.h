@@ -1354,8 +1354,11 @@ int tc_dev_new_array(tc_ctx *ctx, const struct tc_array_opts *o, tc_dev **member
 /*
  * tc_array_fail_member - mark member @i (0-based, member order) of @array faulty, as
  * an I/O error would (for drills and tests).  The array reports TC_DEV_DEGRADED, or
- * TC_DEV_FAILED when this is past its redundancy.  Returns 0, 1 when the member was
- * already faulty, -EINVAL (@array is not an array, @i out of range).
+ * TC_DEV_FAILED when this is past its redundancy.  During a replace of slot @i the
+ * slot's device is the successor: failing it (or its failing an I/O) stops the
+ * replace, and the old member, which took every write of the replace, keeps the slot
+ * with the array's redundancy.  Returns 0, 1 when the member was already faulty,
+ * -EINVAL (@array is not an array, @i out of range).
  */
 int tc_array_fail_member(tc_dev *array, unsigned i);
 

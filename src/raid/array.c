@@ -136,20 +136,65 @@ bool array_member_absent(struct tc_array *a, unsigned i, const char *why)
 	return member_fail(a, i, why, 0, TC_LOG_WARN);
 }
 
+/* The successor of a replace of slot @i failed (@why, @err) while the old member has
+ * not: the old member, which took every write of the replace (below the copy position
+ * as well as above it), keeps the slot and the array its redundancy; the successor is
+ * retired faulty into the room the replace reserved (md gives up a failed replacement
+ * so).  The slot's device is switched before the old pointer is cleared, so that a
+ * request submitted meanwhile goes to the old member, at worst twice.  Returns false
+ * (nothing done) when slot @i is no replace with a working old member. */
+static bool successor_fail(struct tc_array *a, unsigned i, const char *why, int err)
+{
+	pthread_mutex_lock(&a->lock);
+	struct array_disk *old = atomic_load(&a->m[i].old);
+	if (!old || atomic_load(&a->m[i].old_failed) ||
+	    atomic_load(&a->m[i].state) != TC_MEMBER_REBUILDING) {
+		pthread_mutex_unlock(&a->lock);
+		return false;
+	}
+	struct array_disk *succ = atomic_load(&a->m[i].disk);
+	atomic_store(&a->m[i].disk, old);
+	a->m[i].dev = old->dev;
+	atomic_store(&a->m[i].old, NULL);
+	atomic_store(&a->m[i].pending, false);
+	atomic_store(&a->m[i].state, TC_MEMBER_ACTIVE);
+	old->state = TC_MEMBER_ACTIVE;
+	succ->state = TC_MEMBER_FAULTY;
+	if (a->ngone < TC_ARRAY_MAX_EXTRA)
+		a->gone[a->ngone++] = succ;
+	pthread_mutex_unlock(&a->lock);
+	if (err)
+		tc_err(a->dev.ctx, "array %s: replace of member %u stopped: its successor %s "
+		       "failed after a %s (%s); %s keeps the slot", a->dev.name, i,
+		       succ->dev->name, why, strerror(err), old->dev->name);
+	else
+		tc_err(a->dev.ctx, "array %s: replace of member %u stopped: its successor %s "
+		       "failed (%s); %s keeps the slot", a->dev.name, i, succ->dev->name, why,
+		       old->dev->name);
+	array_health_changed(a);
+	if (a->persist)
+		array_sb_changed(a);
+	if (a->sync)
+		array_sync_kick(a);     /* the pass ends: nothing left to copy to */
+	return true;
+}
+
 static bool member_fail(struct tc_array *a, unsigned i, const char *why, int err,
 			enum tc_log_level level)
 {
 	int expect = TC_MEMBER_ACTIVE;
 
 	if (!atomic_compare_exchange_strong(&a->m[i].state, &expect, TC_MEMBER_FAULTY)) {
+		if (expect == TC_MEMBER_REBUILDING && successor_fail(a, i, why, err))
+			return true;
 		/* A member being rebuilt (a spare, a replace's successor) fails too. */
 		if (expect != TC_MEMBER_REBUILDING ||
 		    !atomic_compare_exchange_strong(&a->m[i].state, &expect, TC_MEMBER_FAULTY))
 			return false;
 		struct array_disk *old = atomic_exchange(&a->m[i].old, NULL);
 		if (old) {
-			/* The old member misses what was written below the rebuild position:
-			 * retired with its successor. */
+			/* Both devices of a replace failed (successor_fail() keeps the old
+			 * one while it has not). */
 			pthread_mutex_lock(&a->lock);
 			old->state = TC_MEMBER_FAULTY;
 			if (a->ngone < TC_ARRAY_MAX_EXTRA)
@@ -173,10 +218,28 @@ static bool member_fail(struct tc_array *a, unsigned i, const char *why, int err
 	return true;
 }
 
-/* The old member @d of slot @i's replace failed a request (@why, @err): given up. */
+/* A request to @d, which served slot @i when it was submitted, failed after @d left
+ * the slot (a spare took the place of a member failed by an earlier request, or a
+ * replace gave up its successor): the slot's device now is not to blame. */
+static void disk_gone_fail(struct tc_array *a, unsigned i, const struct array_disk *d,
+			   const char *why, int err)
+{
+	tc_info(a->dev.ctx, "array %s: %s, no longer member %u, failed a request sent "
+		"before it left: %s (%s)", a->dev.name, d->dev->name, i, why, strerror(err));
+}
+
+/* The old member @d of slot @i's replace failed a request (@why, @err): given up.  If
+ * the replace ended meanwhile, the request is the slot's own when @d kept it. */
 static void array_old_fail(struct tc_array *a, unsigned i, const struct array_disk *d,
 			   const char *why, int err)
 {
+	if (atomic_load(&a->m[i].old) != d) {
+		if (atomic_load(&a->m[i].disk) == d)
+			array_member_fail(a, i, why, err);
+		else
+			disk_gone_fail(a, i, d, why, err);
+		return;
+	}
 	if (atomic_exchange(&a->m[i].old_failed, true))
 		return;
 	/* The replace goes on, by reconstruction: the slot holds valid data below the
@@ -190,10 +253,12 @@ static void array_old_fail(struct tc_array *a, unsigned i, const struct array_di
 
 void array_child_fail(struct array_child *c, const char *why, int err)
 {
-	if (!c->to_old)
+	if (c->to_old)
+		array_old_fail(c->a, c->member, c->disk, why, err);
+	else if (atomic_load(&c->a->m[c->member].disk) == c->disk)
 		array_member_fail(c->a, c->member, why, err);
 	else
-		array_old_fail(c->a, c->member, c->disk, why, err);
+		disk_gone_fail(c->a, c->member, c->disk, why, err);
 }
 
 /* A member's own health change (an array of arrays, a fault layer). */

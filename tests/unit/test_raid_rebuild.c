@@ -467,6 +467,115 @@ static void test_replace_read_errors(void **state)
 	check_replace(TC_RAID10, 4, true);
 }
 
+/* A replace whose successor fails: the old member, which took every write of the
+ * replace (below the copy position too), keeps the slot, and the array its redundancy
+ * (md gives up a failed replacement the same way). */
+static void check_replace_successor_fails(enum tc_raid_level_id level, unsigned n)
+{
+	struct raid_fx fx;
+	struct tc_array_status st;
+
+	assert_int_equal(raid_fx_open_faults(&fx, TC_CTX_DETERMINISTIC, 29, level, n, CHUNK,
+					     MEMBER), 0);
+	tc_ctx_set_log(fx.ctx, keep_log, NULL, TC_LOG_ERROR);
+	uint8_t *data = fill_array(&fx, 29);
+	unsigned victim = 1;
+	struct tc_dev_info oi, ni;
+	tc_dev_info(fx.fault[victim], &oi);
+	tc_dev *nd;
+	assert_int_equal(tc_dev_new_fault(fx.ctx, new_member(&fx, MEMBER), &nd), 0);
+	tc_dev_info(nd, &ni);
+	set_rate(&fx, 1000000, 8 * CHUNK * 1000, 100);
+	assert_int_equal(tc_array_replace(fx.array, victim, nd), 0);
+	uint64_t seed = 41;
+	for (unsigned round = 0; round < 8; round++) {
+		random_writes(&fx, data, 6, &seed);
+		tc_ctx_advance(fx.ctx, 200000);
+	}
+	assert_int_equal(tc_array_status(fx.array, &st), 0);
+	assert_int_equal(st.sync, TC_ARRAY_SYNC_REBUILD);
+	assert_true(st.sync_pos > 0 && st.sync_pos < st.sync_end);
+	struct tc_fault f = { .op = TC_FAULT_ALL, .error = EIO };
+	assert_int_equal(tc_fault_arm(nd, &f), 0);
+	for (unsigned round = 0; round < 8; round++) {
+		random_writes(&fx, data, 6, &seed);
+		tc_ctx_advance(fx.ctx, 200000);
+	}
+	assert_int_equal(tc_array_wait(fx.array), 0);
+	assert_int_equal(tc_array_status(fx.array, &st), 0);
+	assert_int_equal(st.member[victim].state, TC_MEMBER_ACTIVE);
+	assert_string_equal(st.member[victim].name, oi.name);
+	assert_null(st.member[victim].replacing);
+	assert_false(st.degraded);
+	assert_int_equal(st.faulty, 0);
+	assert_int_equal(st.redundancy, level == TC_RAID6 ? 2 : 1);
+	assert_int_equal(st.nextra, 1);
+	assert_int_equal(st.extra[0].state, TC_MEMBER_FAULTY);
+	assert_string_equal(st.extra[0].name, ni.name);
+	check_data(&fx, data);
+	/* The old member holds every write: fail another member and read it all. */
+	assert_int_equal(tc_array_fail_member(fx.array, victim == 0 ? 1 : 0), 0);
+	check_data(&fx, data);
+	free(data);
+	raid_fx_close(&fx);
+}
+
+static void test_replace_successor_fails(void **state)
+{
+	(void)state;
+	check_replace_successor_fails(TC_RAID5, 4);
+	check_replace_successor_fails(TC_RAID6, 5);
+	check_replace_successor_fails(TC_RAID1, 2);
+}
+
+/* A member failing with several writes in flight fails once: the errors of its other
+ * writes, completing after a spare took its place, are not the spare's. */
+static void test_late_errors_after_takeover(void **state)
+{
+	struct raid_fx fx;
+	struct tc_array_status st;
+
+	(void)state;
+	assert_int_equal(raid_fx_open_faults(&fx, TC_CTX_DETERMINISTIC, 31, TC_RAID5, 4, CHUNK,
+					     MEMBER), 0);
+	tc_ctx_set_log(fx.ctx, keep_log, NULL, TC_LOG_ERROR);
+	uint8_t *data = fill_array(&fx, 31);
+	tc_dev *spare = new_member(&fx, MEMBER);
+	struct tc_dev_info si;
+	tc_dev_info(spare, &si);
+	assert_int_equal(tc_array_add_spare(fx.array, spare), 0);
+	struct tc_fault f = { .op = TC_FAULT_WRITE, .error = EIO };
+	assert_int_equal(tc_fault_arm(fx.fault[2], &f), 0);
+	/* Full stripes (3 data chunks), each writing every member, all in flight. */
+	enum { NW = 8 };
+	struct raid_pending p[NW];
+	uint8_t *buf = malloc(NW * 3 * CHUNK);
+	assert_non_null(buf);
+	uint64_t seed = 43;
+	raid_fill(buf, NW * 3 * CHUNK, &seed);
+	for (unsigned w = 0; w < NW; w++) {
+		uint64_t off = (uint64_t)(2 * w + 1) * 3 * CHUNK;
+		raid_pending_submit(fx.ctx, fx.array, &p[w], TC_OP_WRITE, buf + w * 3 * CHUNK,
+				    3 * CHUNK, off);
+		memcpy(data + off, buf + w * 3 * CHUNK, 3 * CHUNK);
+	}
+	for (unsigned w = 0; w < NW; w++)
+		assert_int_equal(raid_pending_wait(&p[w]), 0);
+	assert_int_equal(tc_array_status(fx.array, &st), 0);
+	assert_string_equal(st.member[2].name, si.name);
+	assert_int_not_equal(st.member[2].state, TC_MEMBER_FAULTY);
+	assert_int_equal(tc_array_wait(fx.array), 0);
+	assert_int_equal(tc_array_status(fx.array, &st), 0);
+	assert_int_equal(st.member[2].state, TC_MEMBER_ACTIVE);
+	assert_false(st.degraded);
+	assert_int_equal(st.nextra, 1);
+	assert_int_equal(st.extra[0].state, TC_MEMBER_FAULTY);
+	check_data(&fx, data);
+	free(buf);
+	free(data);
+	raid_fx_close(&fx);
+}
+
 /* ---- check and repair ----------------------------------------------------------- */
 
 static void check_scrub(enum tc_raid_level_id level, unsigned n)
@@ -741,6 +850,8 @@ int main(void)
 		cmocka_unit_test(test_rate_live),
 		cmocka_unit_test(test_replace),
 		cmocka_unit_test(test_replace_read_errors),
+		cmocka_unit_test(test_replace_successor_fails),
+		cmocka_unit_test(test_late_errors_after_takeover),
 		cmocka_unit_test(test_check_repair),
 		cmocka_unit_test(test_check_then_failure),
 		cmocka_unit_test(test_refusals),
