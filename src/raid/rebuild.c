@@ -413,7 +413,18 @@ static void sync_tick(struct tc_timer *t)
 				health = true;
 				more = s->action != TC_ARRAY_SYNC_IDLE;
 			} else {
+				/* The members of the pass failed (or a replace gave up its
+				 * successor): nothing is left to rebuild.  A mirror's resync
+				 * that waited for the rebuild runs now, degraded (tc-stress
+				 * --arrays --write-hole seed 120: it never ran, and a copy
+				 * still holding a write lost at the crash came back once the
+				 * copy read meanwhile was lost). */
+				atomic_store(&a->rebuild_pos, 0);
+				s->persist_pos = 0;
 				s->action = TC_ARRAY_SYNC_IDLE;
+				if (atomic_load(&a->unsynced))
+					sync_check_begin(a, TC_ARRAY_SYNC_REPAIR, true);
+				more = s->action != TC_ARRAY_SYNC_IDLE;
 			}
 		} else {
 			more = true;

@@ -766,20 +766,29 @@ static void test_failure_recorded_first(void **state)
 /* A RAID 1 of @n crash devices (seeds from @seed) holding 0xa1 in its first chunk,
  * flushed, then a power cut, and the last copy's chunk rewritten with 0xb2 behind the
  * array's back: a torn write. */
-static void torn_mirror(struct fx *f, tc_ctx *ctx, unsigned n, uint64_t seed, uint8_t *buf)
+static void torn_mirror_at(struct fx *f, tc_ctx *ctx, unsigned n, uint64_t seed,
+			   uint8_t *buf, uint64_t off)
 {
 	struct tc_array_opts o = { .level = TC_RAID1, .chunk = CHUNK };
 	tc_dev *m[N], *a = crash_array(f, ctx, &o, n, seed, "mr", m);
 
 	memset(buf, 0xa1, CHUNK);
 	assert_int_equal(tc_dev_io(a, TC_OP_WRITE, 0, buf, CHUNK, 0), 0);
+	if (off)        /* chunk 0 written too: the first region to resync */
+		assert_int_equal(tc_dev_io(a, TC_OP_WRITE, 0, buf, CHUNK, off), 0);
 	assert_int_equal(tc_dev_io(a, TC_OP_FLUSH, 0, NULL, 0, 0), 0);
 	cut_all(a, m, n);
 	tc_dev *raw;
 	assert_int_equal(tc_dev_open_file(ctx, f->path[n - 1], TC_DEV_BUFFERED, 0, &raw), 0);
 	memset(buf, 0xb2, CHUNK);
-	assert_int_equal(tc_dev_io(raw, TC_OP_WRITE, 0, buf, CHUNK, RAID_SB_DATA_OFFSET), 0);
+	assert_int_equal(tc_dev_io(raw, TC_OP_WRITE, 0, buf, CHUNK, RAID_SB_DATA_OFFSET + off),
+			 0);
 	tc_dev_close(raw);
+}
+
+static void torn_mirror(struct fx *f, tc_ctx *ctx, unsigned n, uint64_t seed, uint8_t *buf)
+{
+	torn_mirror_at(f, ctx, n, seed, buf, 0);
 }
 
 /* Mirror @n copies (RAID 1), the last one's first 64 KiB rewritten behind the array's
@@ -907,6 +916,48 @@ static void test_mirror_resync_survives_close(void **state)
 	free(buf);
 }
 
+/* The torn mirror of three, its resync under way, loses member 1: a spare takes its
+ * place, and the resync stops for the rebuild.  The spare then fails too, which ends
+ * the rebuild with nothing rebuilt: the resync must still run, so that losing member 0
+ * afterwards reads what member 0 gave.  It did not: the pass went idle, and the torn
+ * copy came back (tc-stress --arrays --write-hole seed 120). */
+static void test_mirror_resync_after_failed_rebuild(void **state)
+{
+	struct fx *f = *state;
+	tc_ctx *ctx = t_ctx(TC_CTX_DETERMINISTIC, 29, TC_LOG_ERROR, &f->log);
+	struct tc_array_status st;
+	uint8_t *buf = aligned_alloc(4096, CHUNK);
+	tc_dev *a, *d[3], *sp;
+	char spath[320];
+
+	assert_non_null(buf);
+	/* Torn past the resync's first window (chunk 0), which runs during the calls
+	 * below. */
+	torn_mirror_at(f, ctx, 3, 290, buf, 8 * CHUNK);
+	for (unsigned i = 0; i < 3; i++)
+		assert_int_equal(tc_dev_open_file(ctx, f->path[i], TC_DEV_BUFFERED, 0, &d[i]), 0);
+	assert_int_equal(tc_array_assemble(ctx, d, 3, 0, &a), 0);
+	assert_int_equal(tc_array_status(a, &st), 0);
+	assert_int_equal(st.sync, TC_ARRAY_SYNC_REPAIR);
+	struct tc_array_rebuild_opts ro = { .min_rate = 4096, .max_rate = 4096 };
+	assert_int_equal(tc_array_set_rebuild(a, &ro), 0);
+	snprintf(spath, sizeof(spath), "%s/spare", f->dir);
+	assert_int_equal(tc_dev_new_crash(ctx, spath, TC_DEV_CREATE, MSIZE, 291, &sp), 0);
+	assert_int_equal(tc_array_add_spare(a, sp), 0);
+	assert_int_equal(tc_array_status(a, &st), 0);
+	assert_int_equal(tc_array_fail_member(a, 1), 0);
+	assert_int_equal(tc_array_status(a, &st), 0);
+	assert_int_equal(st.member[1].state, TC_MEMBER_REBUILDING);
+	assert_int_equal(tc_array_fail_member(a, 1), 0);
+	assert_int_equal(tc_array_wait(a), 0);
+	assert_int_equal(tc_array_status(a, &st), 0);
+	assert_int_equal(st.sync, TC_ARRAY_SYNC_IDLE);
+	assert_int_equal(byte_without(a, 0, 8 * CHUNK, buf), 0xa1);
+	tc_dev_close(a);
+	tc_ctx_free(ctx);
+	free(buf);
+}
+
 /* A RAID 5 with the write-intent map, stopped cleanly while degraded, assembles
  * degraded: the map is written to the members there, not to the missing one (its
  * placeholder refused the write, and the assembly failed with ENXIO). */
@@ -1016,6 +1067,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_mirror_resync_durable, fx_setup,
 						fx_teardown),
 		cmocka_unit_test_setup_teardown(test_mirror_resync_survives_close, fx_setup,
+						fx_teardown),
+		cmocka_unit_test_setup_teardown(test_mirror_resync_after_failed_rebuild, fx_setup,
 						fx_teardown),
 		cmocka_unit_test_setup_teardown(test_map_degraded_assembly, fx_setup,
 						fx_teardown),
