@@ -227,6 +227,10 @@ void array_sync_status(struct tc_array *a, struct tc_array_status *st);
  * makes the stripe-lock table a->locks, which array_close frees after everything. */
 int array_sync_init(struct tc_array *a);
 void array_sync_fini(struct tc_array *a);
+/* array_rebuild_get - the rebuild rates in force, each 0 where it is the default (as
+ * the superblocks record them). */
+void array_rebuild_get(struct tc_array *a, struct tc_array_rebuild_opts *o);
+
 /* array_sync_kick - start a rebuild pass when members are rebuilding and none runs. */
 void array_sync_kick(struct tc_array *a);
 /* array_spare_add - tc_array_add_spare() with the spare's member uuid @uuid (16 bytes,
@@ -417,6 +421,10 @@ struct raid_sb {
 	uint64_t events;                /* +1 at every superblock update */
 	uint64_t rebuild_pos;           /* rebuild checkpoint, bytes from data_offset */
 	uint64_t ctime, utime;          /* ns since the epoch: created, last written */
+	/* The rebuild rates set (tc_array_set_rebuild), 0 for each default: bytes/s per
+	 * member, 0..100, windows in flight (1..64) */
+	uint64_t rebuild_min, rebuild_max;
+	uint32_t rebuild_priority, rebuild_depth;
 	struct raid_sb_slot slot[TC_ARRAY_MAX_MEMBERS];
 };
 
@@ -491,6 +499,10 @@ bool array_sb_changed(struct tc_array *a);
  * the members (md holds writes the same way while MD_SB_CHANGE_PENDING).  Returns true when held,
  * false when @io is to complete now.  Never blocks. */
 bool array_sb_hold(struct tc_array *a, struct tc_io *io, int result);
+
+/* array_sb_keep_rates - take the rebuild rates in force for the superblocks' next
+ * write (array_close, before the sync state they live in goes). */
+void array_sb_keep_rates(struct tc_array *a);
 
 /* array_sb_close - at close, before the members are: flush the members and write
  * clean superblocks (unless read-only), stop the persist thread, free a->persist_priv. */

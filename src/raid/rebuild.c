@@ -1218,6 +1218,19 @@ int tc_array_replace(tc_dev *array, unsigned i, tc_dev *dev)
 	return 0;
 }
 
+void array_rebuild_get(struct tc_array *a, struct tc_array_rebuild_opts *o)
+{
+	struct array_sync *s = a->sync;
+	uint64_t lo = atomic_load(&s->min_rate), hi = atomic_load(&s->max_rate);
+	unsigned depth = atomic_load(&s->depth);
+
+	memset(o, 0, sizeof(*o));
+	o->min_rate = lo == TC_ARRAY_REBUILD_MIN_DEFAULT ? 0 : lo;
+	o->max_rate = hi == TC_ARRAY_REBUILD_MAX_DEFAULT ? 0 : hi;
+	o->priority = atomic_load(&s->priority);
+	o->depth = depth == SYNC_DEPTH_DEFAULT ? 0 : depth;
+}
+
 int tc_array_set_rebuild(tc_dev *array, const struct tc_array_rebuild_opts *o)
 {
 	struct tc_array *a = sync_array(array, "rebuild rates");
@@ -1236,15 +1249,23 @@ int tc_array_set_rebuild(tc_dev *array, const struct tc_array_rebuild_opts *o)
 		       o->priority);
 		return -EINVAL;
 	}
-	atomic_store(&a->sync->min_rate, lo);
-	atomic_store(&a->sync->max_rate, hi);
+	/* Checked before anything is stored: a refused call changes nothing. */
 	if (o->depth > SYNC_MAX_DEPTH) {
 		tc_err(a->dev.ctx, "array %s: %u rebuild windows in flight (1 to %u)",
 		       a->dev.name, o->depth, SYNC_MAX_DEPTH);
 		return -EINVAL;
 	}
+	struct tc_array_rebuild_opts was;
+	array_rebuild_get(a, &was);
+	atomic_store(&a->sync->min_rate, lo);
+	atomic_store(&a->sync->max_rate, hi);
 	atomic_store(&a->sync->priority, o->priority);
 	atomic_store(&a->sync->depth, o->depth ? o->depth : SYNC_DEPTH_DEFAULT);
+	struct tc_array_rebuild_opts now;
+	array_rebuild_get(a, &now);
+	/* Kept in the superblocks (soon, off this thread), so a restart keeps them. */
+	if (memcmp(&was, &now, sizeof(now)) && a->persist)
+		array_sb_changed(a);
 	/* A window waiting for a slow rate: start it at the new one. */
 	pthread_mutex_lock(&a->lock);
 	if (a->sync->scheduled && !a->sync->closing) {

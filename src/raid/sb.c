@@ -41,14 +41,16 @@
  *   0 magic u32, 4 version u32, 8 level u32, 12 chunk u32, 16 copies u32,
  *   20 members u32, 24 role u32, 28 flags u32, 32 uuid[16], 48 member_uuid[16],
  *   64 name[32], 96 data_offset u64, 104 member_size u64, 112 events u64,
- *   120 rebuild_pos u64, 128 ctime u64, 136 utime u64, 144..255 reserved (zero),
+ *   120 rebuild_pos u64, 128 ctime u64, 136 utime u64, 144 rebuild_min u64,
+ *   152 rebuild_max u64, 160 rebuild_priority u32, 164 rebuild_depth u32,
+ *   168..255 reserved (zero),
  *   256 slot table: 32 x { uuid[16], state u32, reserved[12] },
  *   1280 replace table: 32 x old_uuid[16] (the member a slot's replace copies from),
  *   1792..4087 reserved, 4088 checksum u64 (XXH64, seed 0, of bytes 0..4087).
  */
 #define OFF_SLOTS 256u
 #define SLOT_SIZE 32u
-#define OFF_RESERVED1 144u
+#define OFF_RESERVED1 168u
 #define OFF_OLD (OFF_SLOTS + TC_ARRAY_MAX_MEMBERS * SLOT_SIZE)
 #define OFF_RESERVED2 (OFF_OLD + TC_ARRAY_MAX_MEMBERS * 16u)
 #define OFF_CSUM (RAID_SB_SIZE - 8u)
@@ -89,6 +91,10 @@ void raid_sb_encode(const struct raid_sb *sb, void *out)
 	put64(b + 120, sb->rebuild_pos);
 	put64(b + 128, sb->ctime);
 	put64(b + 136, sb->utime);
+	put64(b + 144, sb->rebuild_min);
+	put64(b + 152, sb->rebuild_max);
+	put32(b + 160, sb->rebuild_priority);
+	put32(b + 164, sb->rebuild_depth);
 	for (unsigned i = 0; i < sb->members && i < TC_ARRAY_MAX_MEMBERS; i++) {
 		uint8_t *s = b + OFF_SLOTS + i * SLOT_SIZE;
 		memcpy(s, sb->slot[i].uuid, 16);
@@ -180,6 +186,10 @@ enum raid_sb_status raid_sb_decode(const void *buf, size_t len, struct raid_sb *
 	s.rebuild_pos = get64(b + 120);
 	s.ctime = get64(b + 128);
 	s.utime = get64(b + 136);
+	s.rebuild_min = get64(b + 144);
+	s.rebuild_max = get64(b + 152);
+	s.rebuild_priority = get32(b + 160);
+	s.rebuild_depth = get32(b + 164);
 
 	if (!tc_raid_level_name(s.level))
 		return refuse(RAID_SB_BAD_FIELD, why, whylen,
@@ -241,6 +251,16 @@ enum raid_sb_status raid_sb_decode(const void *buf, size_t len, struct raid_sb *
 	if (s.utime < s.ctime)
 		return refuse(RAID_SB_BAD_FIELD, why, whylen,
 			      "utime %" PRIu64 " is before ctime %" PRIu64, s.utime, s.ctime);
+	if (s.rebuild_min && s.rebuild_max && s.rebuild_min > s.rebuild_max)
+		return refuse(RAID_SB_BAD_FIELD, why, whylen,
+			      "rebuild_min %" PRIu64 " is above rebuild_max %" PRIu64,
+			      s.rebuild_min, s.rebuild_max);
+	if (s.rebuild_priority > 100)
+		return refuse(RAID_SB_BAD_FIELD, why, whylen,
+			      "rebuild_priority %u is not 0 to 100", s.rebuild_priority);
+	if (s.rebuild_depth > 64)
+		return refuse(RAID_SB_BAD_FIELD, why, whylen,
+			      "rebuild_depth %u is not 0 (the default) to 64", s.rebuild_depth);
 	if (!is_zero(b + OFF_RESERVED1, OFF_SLOTS - OFF_RESERVED1))
 		return refuse(RAID_SB_BAD_FIELD, why, whylen,
 			      "reserved bytes %u..%u are not zero", OFF_RESERVED1, OFF_SLOTS - 1);
@@ -427,6 +447,31 @@ static bool uuid_zero(const uint8_t u[16])
 	return true;
 }
 
+/* The rebuild rates in force into the superblock to write (caller holds p->lock).
+ * Without the sync state (closing: it goes first) the ones taken last stay. */
+static void sb_take_rates(struct tc_array *a, struct sb_priv *p)
+{
+	if (!a->sync)
+		return;
+	struct tc_array_rebuild_opts ro;
+	array_rebuild_get(a, &ro);
+	p->sb.rebuild_min = ro.min_rate;
+	p->sb.rebuild_max = ro.max_rate;
+	p->sb.rebuild_priority = ro.priority;
+	p->sb.rebuild_depth = ro.depth;
+}
+
+void array_sb_keep_rates(struct tc_array *a)
+{
+	struct sb_priv *p = a->persist_priv;
+
+	if (!p)
+		return;
+	pthread_mutex_lock(&p->lock);
+	sb_take_rates(a, p);
+	pthread_mutex_unlock(&p->lock);
+}
+
 /* Write every active and rebuilding member's superblock, and the spares', with the
  * event counter one higher.  Caller holds p->lock. */
 static int sb_write_all(struct tc_array *a, struct sb_priv *p)
@@ -439,6 +484,7 @@ static int sb_write_all(struct tc_array *a, struct sb_priv *p)
 	if (p->sb.utime < p->sb.ctime)
 		p->sb.utime = p->sb.ctime;
 	p->sb.rebuild_pos = atomic_load(&a->rebuild_pos) / 4096 * 4096;
+	sb_take_rates(a, p);
 	if (p->sb.rebuild_pos > p->sb.member_size)
 		p->sb.rebuild_pos = p->sb.member_size;
 	/* The slots and the hot spares as rebuild.c holds them now (a spare that took a
@@ -1508,6 +1554,14 @@ int tc_array_assemble(tc_ctx *ctx, tc_dev **devs, unsigned n, unsigned flags,
 	 * mirror's degraded too, over the copies there are). */
 	if (((resync && !missing) || mirror_resync) && !readonly && !rebuilding)
 		array_resync_start(a);
+	/* The rebuild rates the admin set, kept in the superblocks. */
+	if (R->rebuild_min || R->rebuild_max || R->rebuild_priority || R->rebuild_depth) {
+		struct tc_array_rebuild_opts ro = {
+			.min_rate = R->rebuild_min, .max_rate = R->rebuild_max,
+			.priority = R->rebuild_priority, .depth = R->rebuild_depth,
+		};
+		tc_array_set_rebuild(&a->dev, &ro);
+	}
 	/* The rebuild recorded in the superblocks goes on from its checkpoint. */
 	if (rebuilding && !readonly) {
 		r = array_rebuild_resume(a);

@@ -176,6 +176,9 @@ tc array status --json s1 s0 s2 d2 >ks.json 2>ks.err || fail "offline status: $(
 	fail "s2 not recorded rebuilding: $(cat ks.json)"
 [ "$(json_get ks.json arrays 0 rebuild_pos)" -gt 0 ] ||
 	fail "no rebuild checkpoint recorded: $(cat ks.json)"
+# The rates set live are kept in the superblocks: the next server rebuilds at 4 MB/s.
+[ "$(json_get ks.json arrays 0 rebuild max_rate)" = 4000000 ] ||
+	fail "rebuild rate not kept on the members: $(cat ks.json)"
 serve s1 s0 s2 d2
 # Reads during the resumed rebuild, then after it.
 # shellcheck disable=SC2086

@@ -43,6 +43,10 @@ static void valid_sb(struct raid_sb *sb)
 	sb->rebuild_pos = 64 << 10;
 	sb->ctime = 1000;
 	sb->utime = 2000;
+	sb->rebuild_min = 5000000;
+	sb->rebuild_max = 80000000;
+	sb->rebuild_priority = 30;
+	sb->rebuild_depth = 4;
 	for (unsigned i = 0; i < 6; i++) {
 		memset(sb->slot[i].uuid, (int)(0x10 + i), 16);
 		sb->slot[i].state = i == 4 ? TC_MEMBER_REBUILDING : TC_MEMBER_ACTIVE;
@@ -138,7 +142,13 @@ static const struct corruption corruptions[] = {
 	  "array superblock: rebuild_pos 100 is not a multiple of 4096 up to member_size "
 	  "1073741824" },
 	{ 136, 8, 999, RAID_SB_BAD_FIELD, "array superblock: utime 999 is before ctime 1000" },
-	{ 200, 1, 1, RAID_SB_BAD_FIELD, "array superblock: reserved bytes 144..255 are not zero" },
+	{ 144, 8, 90000000, RAID_SB_BAD_FIELD,
+	  "array superblock: rebuild_min 90000000 is above rebuild_max 80000000" },
+	{ 160, 4, 101, RAID_SB_BAD_FIELD,
+	  "array superblock: rebuild_priority 101 is not 0 to 100" },
+	{ 164, 4, 65, RAID_SB_BAD_FIELD,
+	  "array superblock: rebuild_depth 65 is not 0 (the default) to 64" },
+	{ 200, 1, 1, RAID_SB_BAD_FIELD, "array superblock: reserved bytes 168..255 are not zero" },
 	{ 256 + 5 * 32, 16, 0, RAID_SB_BAD_FIELD, "array superblock: slot 5 uuid is all zeros" },
 	{ 256 + 1 * 32 + 16, 4, 2, RAID_SB_BAD_FIELD,
 	  "array superblock: slot 1 state 2 is not active (0), faulty (1) or rebuilding (3)" },
@@ -337,6 +347,39 @@ static void test_create_assemble_shuffled(void **state)
 	tc_dev_close(a);
 	free(w);
 	free(r);
+}
+
+/* The rebuild rates set live are kept in the superblocks: a restart keeps them, a
+ * refused setting changes nothing, and going back to the defaults is kept too. */
+static void test_rebuild_rates_kept(void **state)
+{
+	struct fx *f = *state;
+	const unsigned idx[] = { 0, 1, 2, 3 };
+	struct tc_array_status st;
+	tc_dev *a;
+
+	assert_int_equal(create(f, "rates", TC_RAID5, 64 << 10, idx, 4, NULL, 0, 0, &a), 0);
+	struct tc_array_rebuild_opts o = { .min_rate = 3000000, .max_rate = 40000000,
+					   .priority = 25, .depth = 2 };
+	assert_int_equal(tc_array_set_rebuild(a, &o), 0);
+	struct tc_array_rebuild_opts bad = { .min_rate = 1, .max_rate = 2, .depth = 65 };
+	assert_int_equal(tc_array_set_rebuild(a, &bad), -EINVAL);
+	tc_dev_close(a);
+	assert_int_equal(assemble(f, idx, 4, 0, &a), 0);
+	assert_int_equal(tc_array_status(a, &st), 0);
+	assert_int_equal(st.rebuild.min_rate, 3000000);
+	assert_int_equal(st.rebuild.max_rate, 40000000);
+	assert_int_equal(st.rebuild.priority, 25);
+	assert_int_equal(st.rebuild.depth, 2);
+	struct tc_array_rebuild_opts dflt = { 0 };
+	assert_int_equal(tc_array_set_rebuild(a, &dflt), 0);
+	tc_dev_close(a);
+	assert_int_equal(assemble(f, idx, 4, 0, &a), 0);
+	assert_int_equal(tc_array_status(a, &st), 0);
+	assert_int_equal(st.rebuild.min_rate, TC_ARRAY_REBUILD_MIN_DEFAULT);
+	assert_int_equal(st.rebuild.max_rate, TC_ARRAY_REBUILD_MAX_DEFAULT);
+	assert_int_equal(st.rebuild.priority, 0);
+	tc_dev_close(a);
 }
 
 static void test_stale_member(void **state)
@@ -788,6 +831,7 @@ int main(void)
 		cmocka_unit_test(test_roundtrip),
 		cmocka_unit_test(test_refusals),
 		cmocka_unit_test_setup_teardown(test_create_assemble_shuffled, fx_setup, fx_teardown),
+		cmocka_unit_test_setup_teardown(test_rebuild_rates_kept, fx_setup, fx_teardown),
 		cmocka_unit_test_setup_teardown(test_stale_member, fx_setup, fx_teardown),
 		cmocka_unit_test_setup_teardown(test_stale_named, fx_setup, fx_teardown),
 		cmocka_unit_test_setup_teardown(test_dirty_degraded, fx_setup, fx_teardown),
