@@ -163,14 +163,9 @@ static bool successor_fail(struct tc_array *a, unsigned i, const char *why, int 
 	if (a->ngone < TC_ARRAY_MAX_EXTRA)
 		a->gone[a->ngone++] = succ;
 	pthread_mutex_unlock(&a->lock);
-	if (err)
-		tc_err(a->dev.ctx, "array %s: replace of member %u stopped: its successor %s "
-		       "failed after a %s (%s); %s keeps the slot", a->dev.name, i,
-		       succ->dev->name, why, strerror(err), old->dev->name);
-	else
-		tc_err(a->dev.ctx, "array %s: replace of member %u stopped: its successor %s "
-		       "failed (%s); %s keeps the slot", a->dev.name, i, succ->dev->name, why,
-		       old->dev->name);
+	tc_err(a->dev.ctx, "array %s: replace of member %u stopped: its successor %s "
+	       "failed (%s%s%s); %s keeps the slot", a->dev.name, i, succ->dev->name, why,
+	       err ? ": " : "", err ? strerror(err) : "", old->dev->name);
 	array_health_changed(a);
 	if (a->persist)
 		array_sb_changed(a);
