@@ -1553,6 +1553,15 @@ struct tc_array_identity {
 	uint64_t rebuild_pos;     /* bytes from data_offset */
 	unsigned nspares;
 	const char *spare[TC_ARRAY_MAX_MEMBERS]; /* their names, valid until tc_dev_close() */
+	/* Devices given to the assembly and left out of the array (up to
+	 * TC_ARRAY_MAX_EXTRA; the log names every one), valid until tc_dev_close(). */
+	unsigned nleft;
+	struct tc_array_left {
+		const char *device;
+		unsigned slot;            /* the slot its superblock names */
+		uint64_t events;          /* its superblock's event count */
+		const char *why;          /* "stale", "replaced in that slot", ... */
+	} left[TC_ARRAY_MAX_EXTRA];
 };
 
 /* tc_array_identity - fill @id.  Returns 0, -EINVAL (@array is not an array),

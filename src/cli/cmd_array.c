@@ -144,6 +144,15 @@ static void print_array(json_object *a)
 			printf("  %-4s  %-10s  %s\n", "-", "spare",
 			       json_object_get_string(json_object_array_get_idx(sp, i)));
 	}
+	json_object *lo = NULL;
+	json_object_object_get_ex(a, "left_out", &lo);
+	for (size_t i = 0; lo && i < json_object_array_length(lo); i++) {
+		json_object *m = json_object_array_get_idx(lo, i);
+		printf("  %-4s  %-10s  %s (slot %" PRIu64 ", %s, event count %" PRIu64 " of the "
+		       "array's %" PRIu64 ")\n", "-", "left out", cli_jstr(m, "device"),
+		       cli_ju64(m, "slot"), cli_jstr(m, "reason"), cli_ju64(m, "events"),
+		       cli_ju64(a, "events"));
+	}
 	const char *sync = cli_jstr(a, "sync");
 	uint64_t pos = cli_ju64(a, "sync_pos"), end = cli_ju64(a, "sync_end");
 	char p[32], e[32];

@@ -233,6 +233,18 @@ json_object *ctl_array_json(tc_dev *a, const char *spec)
 		json_object_array_add(ex, m);
 	}
 	json_object_object_add(o, "extra", ex);
+	/* Devices the assembly left out (stale, replaced, faulty), for the admin to see
+	 * what is not in the array and why. */
+	json_object *lo = json_object_new_array();
+	for (unsigned i = 0; named && i < id.nleft; i++) {
+		json_object *m = json_object_new_object();
+		json_object_object_add(m, "device", json_object_new_string(id.left[i].device));
+		json_object_object_add(m, "slot", u64(id.left[i].slot));
+		json_object_object_add(m, "events", u64(id.left[i].events));
+		json_object_object_add(m, "reason", json_object_new_string(id.left[i].why));
+		json_object_array_add(lo, m);
+	}
+	json_object_object_add(o, "left_out", lo);
 	for (unsigned i = 0; i < st->members; i++)
 		if (st->member[i].replacing)
 			json_object_object_add(json_object_array_get_idx(ms, i), "replacing",

@@ -411,9 +411,19 @@ static uint64_t now_ns(void)
 
 /* ---- the array's superblock state and its persist thread ------------------------- */
 
+/* A device the assembly left out (stale, replaced, faulty): named in the status. */
+struct sb_left {
+	char *name;
+	unsigned slot;
+	uint64_t events;                /* its superblock's */
+	const char *why;                /* static text */
+};
+
 struct sb_priv {
 	struct raid_sb sb;              /* the array's: slot table, events, flags */
 	bool readonly;
+	unsigned nleft;                 /* devices left out at assembly (tc_array_identity) */
+	struct sb_left left[TC_ARRAY_MAX_EXTRA];
 	pthread_mutex_t lock;           /* one superblock update at a time */
 	/* The persist thread (threaded contexts of arrays opened for writing). */
 	pthread_t thread;
@@ -806,6 +816,8 @@ void array_sb_close(struct tc_array *a)
 	pthread_cond_destroy(&p->cond);
 	a->persist = NULL;
 	a->persist_priv = NULL;
+	for (unsigned i = 0; i < p->nleft; i++)
+		free(p->left[i].name);
 	free(p);
 }
 
@@ -1185,6 +1197,19 @@ fail:
 
 /* ---- assemble --------------------------------------------------------------------- */
 
+/* Record device @name (slot @slot, its superblock's @events) as left out for @why;
+ * past TC_ARRAY_MAX_EXTRA (or out of memory) it is only in the log. */
+static void sb_left_add(struct sb_left *left, unsigned *nleft, const char *name,
+			unsigned slot, uint64_t events, const char *why)
+{
+	if (*nleft == TC_ARRAY_MAX_EXTRA)
+		return;
+	char *copy = strdup(name);
+	if (!copy)
+		return;
+	left[(*nleft)++] = (struct sb_left){ copy, slot, events, why };
+}
+
 int tc_array_assemble(tc_ctx *ctx, tc_dev **devs, unsigned n, unsigned flags,
 		      tc_dev **out)
 {
@@ -1196,6 +1221,8 @@ int tc_array_assemble(tc_ctx *ctx, tc_dev **devs, unsigned n, unsigned flags,
 	unsigned nspares = 0, ref = 0;
 	bool readonly = flags & TC_ARRAY_READONLY;
 	char why[160], u[37], u2[37];
+	struct sb_left left[TC_ARRAY_MAX_EXTRA];
+	unsigned nleft = 0;
 	int r = 0;
 
 	*out = NULL;
@@ -1301,6 +1328,7 @@ int tc_array_assemble(tc_ctx *ctx, tc_dev **devs, unsigned n, unsigned flags,
 			       "runs without it", R->name, devs[i]->name, slot, whyout,
 			       s->events, s->events < R->events ? "older than" : "equal to",
 			       R->events);
+			sb_left_add(left, &nleft, devs[i]->name, slot, s->events, whyout);
 			tc_dev_close(devs[i]);
 			devs[i] = NULL;
 			continue;
@@ -1320,6 +1348,8 @@ int tc_array_assemble(tc_ctx *ctx, tc_dev **devs, unsigned n, unsigned flags,
 			       "successor is missing: it lacks the writes the successor took; "
 			       "it is left out and the array runs without it", R->name,
 			       old_dev[s]->name, s);
+			sb_left_add(left, &nleft, old_dev[s]->name, s, R->events,
+				    "being replaced, its successor missing");
 			tc_dev_close(old_dev[s]);
 			old_dev[s] = NULL;
 		}
@@ -1499,6 +1529,12 @@ int tc_array_assemble(tc_ctx *ctx, tc_dev **devs, unsigned n, unsigned flags,
 	if (flags & TC_ARRAY_FORCE)
 		cur.flags &= ~RAID_SB_DIRTY;
 	r = sb_attach(a, &cur, readonly);
+	if (!r) {
+		struct sb_priv *p = a->persist_priv;
+		memcpy(p->left, left, nleft * sizeof(left[0]));
+		p->nleft = nleft;
+		nleft = 0;
+	}
 	uint64_t resync = 0;
 	if (!r)
 		r = array_consistency_attach(a, &cur, (R->flags & RAID_SB_DIRTY) ? live : NULL,
@@ -1588,6 +1624,8 @@ fail:
 		if (slot_dev[s])
 			tc_dev_close(slot_dev[s]);
 out:
+	for (unsigned i = 0; i < nleft; i++)
+		free(left[i].name);
 	free(sb);
 	return r;
 }
@@ -1645,6 +1683,10 @@ int tc_array_identity(tc_dev *dev, struct tc_array_identity *id)
 	id->readonly = p->readonly;
 	id->data_offset = p->sb.data_offset;
 	id->rebuild_pos = atomic_load(&a->rebuild_pos);
+	id->nleft = p->nleft;
+	for (unsigned i = 0; i < p->nleft; i++)
+		id->left[i] = (struct tc_array_left){ p->left[i].name, p->left[i].slot,
+						      p->left[i].events, p->left[i].why };
 	pthread_mutex_unlock(&p->lock);
 	pthread_mutex_lock(&a->lock);
 	id->nspares = a->nspares;

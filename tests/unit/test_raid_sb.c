@@ -404,6 +404,14 @@ static void test_stale_member(void **state)
 	assert_true(st.degraded);
 	assert_int_equal(st.member[1].state, TC_MEMBER_FAULTY);
 	assert_string_equal(st.member[1].name, "missing:slot1");
+	/* The stale member is named in the status, with its slot and why. */
+	struct tc_array_identity id;
+	assert_int_equal(tc_array_identity(a, &id), 0);
+	assert_int_equal(id.nleft, 1);
+	assert_string_equal(id.left[0].device, f->path[1]);
+	assert_int_equal(id.left[0].slot, 1);
+	assert_true(id.left[0].events < id.events);
+	assert_string_equal(id.left[0].why, "stale");
 	assert_int_equal(tc_dev_pread(a, r, len, 0), 0);
 	assert_memory_equal(w, r, len);
 	tc_dev_close(a);
