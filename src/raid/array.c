@@ -1108,8 +1108,6 @@ static void array_close(struct tc_dev *dev)
 {
 	struct tc_array *a = (struct tc_array *)dev;
 
-	if (a->persist)
-		array_sb_keep_rates(a);
 	array_sync_fini(a);
 	if (a->persist)
 		array_sb_close(a);

@@ -501,7 +501,7 @@ bool array_sb_changed(struct tc_array *a);
 bool array_sb_hold(struct tc_array *a, struct tc_io *io, int result);
 
 /* array_sb_keep_rates - take the rebuild rates in force for the superblocks' next
- * write (array_close, before the sync state they live in goes). */
+ * write (tc_array_set_rebuild, on the caller's thread). */
 void array_sb_keep_rates(struct tc_array *a);
 
 /* array_sb_close - at close, before the members are: flush the members and write

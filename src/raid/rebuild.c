@@ -1264,8 +1264,10 @@ int tc_array_set_rebuild(tc_dev *array, const struct tc_array_rebuild_opts *o)
 	struct tc_array_rebuild_opts now;
 	array_rebuild_get(a, &now);
 	/* Kept in the superblocks (soon, off this thread), so a restart keeps them. */
-	if (memcmp(&was, &now, sizeof(now)) && a->persist)
+	if (memcmp(&was, &now, sizeof(now)) && a->persist) {
+		array_sb_keep_rates(a);
 		array_sb_changed(a);
+	}
 	/* A window waiting for a slow rate: start it at the new one. */
 	pthread_mutex_lock(&a->lock);
 	if (a->sync->scheduled && !a->sync->closing) {

@@ -457,28 +457,22 @@ static bool uuid_zero(const uint8_t u[16])
 	return true;
 }
 
-/* The rebuild rates in force into the superblock to write (caller holds p->lock).
- * Without the sync state (closing: it goes first) the ones taken last stay. */
-static void sb_take_rates(struct tc_array *a, struct sb_priv *p)
-{
-	if (!a->sync)
-		return;
-	struct tc_array_rebuild_opts ro;
-	array_rebuild_get(a, &ro);
-	p->sb.rebuild_min = ro.min_rate;
-	p->sb.rebuild_max = ro.max_rate;
-	p->sb.rebuild_priority = ro.priority;
-	p->sb.rebuild_depth = ro.depth;
-}
-
+/* The rebuild rates go into p->sb when they are set (the caller's thread, which
+ * owns a->sync), never from the persist thread: the close frees a->sync while that
+ * thread may still be writing (ThreadSanitizer saw it read a->sync there). */
 void array_sb_keep_rates(struct tc_array *a)
 {
 	struct sb_priv *p = a->persist_priv;
 
-	if (!p)
+	if (!p || !a->sync)
 		return;
+	struct tc_array_rebuild_opts ro;
+	array_rebuild_get(a, &ro);
 	pthread_mutex_lock(&p->lock);
-	sb_take_rates(a, p);
+	p->sb.rebuild_min = ro.min_rate;
+	p->sb.rebuild_max = ro.max_rate;
+	p->sb.rebuild_priority = ro.priority;
+	p->sb.rebuild_depth = ro.depth;
 	pthread_mutex_unlock(&p->lock);
 }
 
@@ -494,7 +488,6 @@ static int sb_write_all(struct tc_array *a, struct sb_priv *p)
 	if (p->sb.utime < p->sb.ctime)
 		p->sb.utime = p->sb.ctime;
 	p->sb.rebuild_pos = atomic_load(&a->rebuild_pos) / 4096 * 4096;
-	sb_take_rates(a, p);
 	if (p->sb.rebuild_pos > p->sb.member_size)
 		p->sb.rebuild_pos = p->sb.member_size;
 	/* The slots and the hot spares as rebuild.c holds them now (a spare that took a
