@@ -1321,6 +1321,11 @@ struct tc_array_status {
 	uint64_t map_regions;     /* write-intent map: regions (0: no map) */
 	uint64_t map_dirty;       /* of these, bits set now (written recently or to resync) */
 	uint64_t map_region_size; /* bytes of every member per region */
+	/* The regions ever written (redundant arrays created with the record; a
+	 * rebuild writes zeros to the new member in the others): */
+	uint64_t written_map_regions; /* regions (0: no record, every region counts) */
+	uint64_t written_regions;     /* of these, written since the array was created */
+	uint64_t written_region_size; /* bytes of every member per region */
 };
 
 /*
@@ -1466,6 +1471,10 @@ int tc_raid_level_parse(const char *s);
                                     * members should be opened TC_DEV_READONLY too */
 #define TC_ARRAY_ASSUME_CLEAN 0x4u /* create: the members' data areas already agree
                                     * (all zeros): skip zeroing them */
+#define TC_ARRAY_ALL_WRITTEN 0x8u  /* create: keep no record of the regions written
+                                    * (as arrays made before that record): every
+                                    * rebuild then reconstructs the whole members.
+                                    * For comparisons (bench/) and tests */
 
 /*
  * tc_array_create - write member superblocks on @members (in slot order) and on the
@@ -1473,8 +1482,10 @@ int tc_raid_level_parse(const char *s);
  * tc_dev_new_array would, with its data TC_ARRAY_DATA_OFFSET bytes into each member.
  * Takes ownership of every member and spare, also on failure (closed).  On redundant
  * levels the members' data areas are zeroed first (WRITE_ZEROES: a hole punch on
- * sparse files) unless TC_ARRAY_ASSUME_CLEAN, so that parity and copies agree.
- * Members of different sizes are used up to the smallest (whole chunks; logged).
+ * sparse files) unless TC_ARRAY_ASSUME_CLEAN, so that parity and copies agree, and
+ * (unless TC_ARRAY_ALL_WRITTEN) the array records on its members which regions were
+ * ever written: a rebuild writes zeros to the new member in the others, reading
+ * nothing from the survivors.  Members of different sizes are used up to the smallest (whole chunks; logged).
  * Refusals, before anything is written (-EINVAL unless said, the message names the
  * device and the value): an invalid name; those of tc_dev_new_array (level, chunk not
  * a power of two or out of range, too few or too many members, copies, block sizes);

@@ -329,6 +329,8 @@ int tc_array_status(tc_dev *dev, struct tc_array_status *st)
 	array_sync_status(a, st);
 	st->ppl = a->ppl;
 	raid_map_counts(a, &st->map_regions, &st->map_dirty, &st->map_region_size);
+	raid_map_written_counts(a, &st->written_map_regions, &st->written_regions,
+				&st->written_region_size);
 	return 0;
 }
 

@@ -395,7 +395,11 @@ static inline uint64_t raid_get64(const uint8_t *p)
 #define RAID_SB_DIRTY 0x1u             /* flags: writes may have been in flight */
 #define RAID_SB_PPL 0x4u               /* flags: consistency policy "ppl" (RAID 5/6) */
 #define RAID_SB_BITMAP 0x8u            /* flags: consistency policy "bitmap" */
-#define RAID_SB_FLAGS (RAID_SB_DIRTY | RAID_SB_PPL | RAID_SB_BITMAP)
+#define RAID_SB_WRITTEN 0x10u          /* flags: the map's second plane records the
+                                        * regions ever written (wimap.c); without it
+                                        * (arrays made before it) every region counts
+                                        * as written */
+#define RAID_SB_FLAGS (RAID_SB_DIRTY | RAID_SB_PPL | RAID_SB_BITMAP | RAID_SB_WRITTEN)
 
 struct raid_sb_slot {
 	uint8_t uuid[16];               /* the member device holding the slot */
@@ -527,10 +531,20 @@ void array_sb_close(struct tc_array *a);
 #define RAID_MAP_MIN_REGIONS 64u
 #define RAID_MAP_DAEMON_NS (5ull * 1000000000ull) /* md's daemon_sleep default, 5 s */
 
+/* The map's planes: blocks 0 .. nblocks - 1 hold the write-intent bits (arrays with
+ * the consistency policy "bitmap": RAID_SB_BITMAP), blocks nblocks .. 2 nblocks - 1
+ * the written bits (RAID_SB_WRITTEN: a region's bit is set, durably, before the
+ * first write to it ever, and never cleared; a region whose bit is clear holds zeros
+ * on every member, so a rebuild writes zeros there instead of reading the others).
+ * md's llbitmap keeps the same "unwritten" state per region. */
+#define RAID_MAP_INTENT 0x1u
+#define RAID_MAP_WRITTEN 0x2u
+
 /* One block of the map, decoded. */
 struct raid_map_block {
 	uint8_t uuid[16];               /* the array's */
-	uint32_t index;                 /* this block's number, from 0 */
+	uint32_t plane;                 /* 0: write-intent bits, 1: written bits */
+	uint32_t index;                 /* this block's number in its plane, from 0 */
 	uint32_t nblocks;               /* blocks in the map */
 	uint32_t region_shift;          /* region = 1 << region_shift member bytes */
 	uint64_t nregions;              /* regions in the map (all blocks) */
@@ -547,28 +561,35 @@ unsigned raid_map_region_shift(uint64_t member_size, uint32_t chunk);
  * reserved bytes zero, XXH64 (seed 0) of the first RAID_MAP_BLOCK - 8 bytes last. */
 void raid_map_block_encode(const struct raid_map_block *b, void *buf);
 
-/* raid_map_block_decode - check the @len bytes at @buf as block @index of the map of
- * the array @uuid whose map has @nregions regions of 1 << @shift bytes: magic,
- * version, checksum, then every field; a refusal says why in @why ("write-intent map
- * block 3: ...").  Bits past nregions must be zero.  Pure. */
+/* raid_map_block_decode - check the @len bytes at @buf as block @index of plane
+ * @plane (0 write-intent, 1 written) of the map of the array @uuid whose map has
+ * @nregions regions of 1 << @shift bytes: magic, version, checksum, then every field;
+ * a refusal says why in @why ("write-intent map block 3: ...", "written map block 3:
+ * ...").  Bits past nregions must be zero.  Pure. */
 enum raid_sb_status raid_map_block_decode(const void *buf, size_t len, const uint8_t *uuid,
-					  uint32_t index, uint64_t nregions, unsigned shift,
-					  struct raid_map_block *b, char *why, size_t whylen);
+					  uint32_t plane, uint32_t index, uint64_t nregions,
+					  unsigned shift, struct raid_map_block *b, char *why,
+					  size_t whylen);
 
-/* raid_map_attach - give @a (RAID 5/6, superblocks) its write-intent map, all clear
- * in memory, for the array @uuid.  With @members (the slot devices, NULL where missing)
- * the map on them is read first: the bits set in any valid copy of a block (or every
- * bit of a block with no valid copy) are the regions to resync, kept set until
- * raid_map_resync_done(); *@dirty_regions gets their count.  Then the map is written
- * to every member (synchronously, FUA), unless @readonly.  Returns 0 or a negative
- * errno (-ENOMEM, a write's error). */
-int raid_map_attach(struct tc_array *a, const uint8_t *uuid, tc_dev *const *members,
-		    bool readonly, uint64_t *dirty_regions);
+/* raid_map_attach - give @a (a redundant level, superblocks) its region map with the
+ * planes @planes (RAID_MAP_INTENT, RAID_MAP_WRITTEN), all clear in memory, for the
+ * array @uuid.  With @members (the slot devices, NULL where missing) the planes on
+ * them are read first, the bits set in any valid copy of a block counting (a block
+ * with no valid copy counts as all set): the written plane always, the write-intent
+ * plane when @dirty (an unclean stop), its bits then being the regions to resync,
+ * kept set until raid_map_resync_done(); *@dirty_regions gets their count.  Then the
+ * map is written to every member (synchronously, FUA), unless @readonly.  Returns 0
+ * or a negative errno (-ENOMEM, -EFBIG when the planes do not fit the map area, a
+ * write's error). */
+int raid_map_attach(struct tc_array *a, const uint8_t *uuid, unsigned planes,
+		    tc_dev *const *members, bool dirty, bool readonly,
+		    uint64_t *dirty_regions);
 
 /* raid_map_start - a write of member bytes [@moff, @moff + @len) (relative to
  * data_offset) begins: its regions count it in flight.  Returns true when their bits
- * are on the members already; false when not: the bits are set, a map write goes out,
- * and @w->fn(@w->arg) runs once they are durable (any thread).  Never blocks. */
+ * (write-intent and written, the planes the map has) are on the members already;
+ * false when not: the bits are set, a map write goes out, and @w->fn(@w->arg) runs
+ * once they are durable (any thread).  Never blocks. */
 struct raid_map_wait {
 	void (*fn)(void *arg);
 	void *arg;
@@ -580,7 +601,8 @@ bool raid_map_start(struct tc_array *a, uint64_t moff, uint64_t len,
 /* raid_map_end - that write completed; its regions are idle once none is in flight
  * (cleared RAID_MAP_DAEMON_NS later, after a flush of the members). */
 void raid_map_end(struct tc_array *a, uint64_t moff, uint64_t len);
-/* raid_map_needs_sync - whether member offset @moff is in a region to resync. */
+/* raid_map_needs_sync - whether member offset @moff is in a region to resync (true
+ * without a write-intent plane: everything is). */
 bool raid_map_needs_sync(struct tc_array *a, uint64_t moff);
 /* raid_map_resync_pending - whether regions named at assembly are still to resync
  * (raid_map_resync_done not called yet); false without a map. */
@@ -588,9 +610,24 @@ bool raid_map_resync_pending(struct tc_array *a);
 /* raid_map_resync_done - the resync pass ended: the regions to resync become normal
  * dirty regions (cleared when idle). */
 void raid_map_resync_done(struct tc_array *a);
-/* raid_map_counts - regions, regions whose bit is set now, region bytes. */
+/* raid_map_counts - of the write-intent plane: regions, regions whose bit is set
+ * now, region bytes (zeros without that plane). */
 void raid_map_counts(struct tc_array *a, uint64_t *regions, uint64_t *dirty,
 		     uint64_t *region_bytes);
+/* raid_map_has_intent - whether @a keeps a write-intent plane (a resync after an
+ * unclean stop visits only its regions). */
+bool raid_map_has_intent(struct tc_array *a);
+/* raid_map_written - whether the region of member offset @moff may hold data written
+ * through the array: false only when the written plane says it never was (its
+ * members hold zeros there).  Any thread. */
+bool raid_map_written(struct tc_array *a, uint64_t moff);
+/* raid_map_written_counts - of the written plane: regions, regions written, region
+ * bytes (zeros without that plane). */
+void raid_map_written_counts(struct tc_array *a, uint64_t *regions, uint64_t *written,
+			     uint64_t *region_bytes);
+/* raid_map_rewrite - write every block of the map again, in the background (a member
+ * that took a slot holds none of it yet). */
+void raid_map_rewrite(struct tc_array *a);
 /* raid_map_close - at close: wait for the map write in flight; when @clean (the
  * members were flushed), write the map all clear.  Frees it. */
 void raid_map_close(struct tc_array *a, bool clean);

@@ -1227,6 +1227,14 @@ static void r56_sync_locked(struct r56_sop *op)
 	for (unsigned s = 0; s < n; s++)
 		if (op->win->targets & (1u << op->member[s]))
 			op->tslots |= 1u << s;
+	/* A region never written holds zeros on every member: the targets get zeros
+	 * and nothing is read.  Asked under the stripe lock: a first write to the
+	 * region sets its bit before it takes the lock. */
+	if (!raid_map_written(a, op->stripe << a->chunk_shift)) {
+		op->route = 1;
+		r56_step_rows(op, TC_OP_WRITE_ZEROES, op->tslots, r56_sync_written);
+		return;
+	}
 	/* A replace (one target, the old member still reading): copy. */
 	if (__builtin_popcount(op->tslots) == 1) {
 		unsigned s = (unsigned)__builtin_ctz(op->tslots);

@@ -291,6 +291,7 @@ void array_takeover(struct tc_array *a, unsigned i)
 	tc_info(a->dev.ctx, "array %s: spare %s takes the place of member %u%s", a->dev.name,
 		sp->dev->name, i, pending ? " (rebuilt after the pass under way)" :
 		"; rebuilding");
+	raid_map_rewrite(a);    /* the spare holds no copy of the region map yet */
 }
 
 /* A rebuild pass ended (under a->lock): its members are active; pending ones start
@@ -444,7 +445,11 @@ static void sync_tick(struct tc_timer *t)
 			w->targets = s->targets;
 			w->ordered = ordered;
 			start[nstart++] = w;
-			sync_pace(a, now, a->chunk);
+			/* A row never written costs a write of zeros to the targets and no
+			 * read of the others: the rate limit (which spares the survivors
+			 * for the foreground) does not hold it back. */
+			if (raid_map_written(a, w->row << a->chunk_shift))
+				sync_pace(a, now, a->chunk);
 		}
 		if (s->issue_row >= rows)
 			more = false;
@@ -773,7 +778,17 @@ static void ms_read_source(struct msync *m)
 static void ms_locked(struct array_lock *l)
 {
 	struct msync *m = (struct msync *)l;
+	struct tc_array *a = m->a;
 
+	/* A region never written holds zeros on every copy: the target gets zeros and
+	 * nothing is read.  Asked under the chunk's lock: a first write to the region
+	 * sets its bit before it takes the lock. */
+	if (!raid_map_written(a, m->w->row << a->chunk_shift)) {
+		array_child_submit_to(a, &m->child[0], m->target, 1, TC_OP_WRITE_ZEROES, 0,
+				      m->w->row << a->chunk_shift, a->chunk, NULL, &sync_bulk, 0,
+				      ms_written, m);
+		return;
+	}
 	ms_read_source(m);
 }
 
@@ -801,7 +816,7 @@ static void ms_next_target(struct msync *m)
 		m->lk.key = chunk;
 		m->lk.on_lock = ms_locked;
 		if (array_lock_take(a->locks, &m->lk))
-			ms_read_source(m);
+			ms_locked(&m->lk);
 		return;
 	}
 	ms_end(m);
@@ -1325,7 +1340,8 @@ int array_resync_start(struct tc_array *a)
 	struct array_sync *s = a->sync;
 	bool mirror = atomic_load(&a->unsynced);
 	if (s->action != TC_ARRAY_SYNC_IDLE || s->inflight ||
-	    (atomic_load(&a->faulty) && !mirror) || !((a->level->parity && a->map) || mirror))
+	    (atomic_load(&a->faulty) && !mirror) ||
+	    !((a->level->parity && raid_map_has_intent(a)) || mirror))
 		ret = -EBUSY;
 	else
 		sync_check_begin(a, TC_ARRAY_SYNC_REPAIR, true);

@@ -814,26 +814,34 @@ void array_sb_close(struct tc_array *a)
 	free(p);
 }
 
-/* The write-intent map or the partial-parity log of @a, after @sb's flags; @live:
- * the members to read the map from (a dirty array), or NULL.  *@resync: regions to
+/* The region map (write-intent and written planes) and the partial-parity log of @a,
+ * after @sb's flags; @live: the members to read the map from (NULL at create), its
+ * write-intent plane too when @dirty (stopped uncleanly).  *@resync: regions to
  * resync. */
 static int array_consistency_attach(struct tc_array *a, const struct raid_sb *sb,
-				    tc_dev *const *live, bool readonly, uint64_t *resync)
+				    tc_dev *const *live, bool dirty, bool readonly,
+				    uint64_t *resync)
 {
+	unsigned planes = (sb->flags & RAID_SB_BITMAP ? RAID_MAP_INTENT : 0) |
+			  (sb->flags & RAID_SB_WRITTEN ? RAID_MAP_WRITTEN : 0);
+	int r = 0;
+
 	if (resync)
 		*resync = 0;
-	if (sb->flags & RAID_SB_PPL)
-		return array_ppl_enable(a, sb->uuid);
-	if (sb->flags & RAID_SB_BITMAP) {
-		int r = raid_map_attach(a, sb->uuid, live, readonly, resync);
+	if (planes) {
+		r = raid_map_attach(a, sb->uuid, planes, live, dirty, readonly, resync);
 		/* Read-only (an inspection, maybe of an array a server has open): nothing
 		 * is resynced, so nothing to say. */
 		if (!r && resync && *resync && !readonly)
 			tc_warn(a->dev.ctx, "array %s: not shut down cleanly: %" PRIu64 " regions "
 				"of the write-intent map to resync", a->dev.name, *resync);
-		return r;
 	}
-	return 0;
+	if (!r && (sb->flags & RAID_SB_PPL)) {
+		r = array_ppl_enable(a, sb->uuid);
+		if (r)
+			raid_map_close(a, false);
+	}
+	return r;
 }
 
 /* ---- placeholders for missing members ------------------------------------------- */
@@ -1097,6 +1105,9 @@ int tc_array_create(tc_ctx *ctx, const char *name, const struct tc_array_opts *o
 		r = -EINVAL;
 		goto fail;
 	}
+	/* The regions ever written (wimap.c): a rebuild writes zeros to the others. */
+	if (copies * (l->parity + 1) > 1 && !(flags & TC_ARRAY_ALL_WRITTEN))
+		sb.flags |= RAID_SB_WRITTEN;
 	for (unsigned i = 0; i < n; i++)
 		uuid_generate(sb.slot[i].uuid);
 	uint8_t spare_uuid[TC_ARRAY_MAX_MEMBERS][16];
@@ -1151,7 +1162,8 @@ int tc_array_create(tc_ctx *ctx, const char *name, const struct tc_array_opts *o
 		goto fail;
 	r = sb_attach((struct tc_array *)dev, &sb, false);
 	if (!r)
-		r = array_consistency_attach((struct tc_array *)dev, &sb, NULL, false, NULL);
+		r = array_consistency_attach((struct tc_array *)dev, &sb, NULL, false, false,
+					     NULL);
 	if (r) {
 		tc_dev_close(dev);
 		goto fail;
@@ -1530,8 +1542,8 @@ int tc_array_assemble(tc_ctx *ctx, tc_dev **devs, unsigned n, unsigned flags,
 	}
 	uint64_t resync = 0;
 	if (!r)
-		r = array_consistency_attach(a, &cur, (R->flags & RAID_SB_DIRTY) ? live : NULL,
-					     readonly, &resync);
+		r = array_consistency_attach(a, &cur, live, R->flags & RAID_SB_DIRTY, readonly,
+					     &resync);
 	if (r) {
 		tc_dev_close(dev);
 		goto fail_spares;

@@ -19,9 +19,19 @@
  * while writes keep coming, so the map costs one small FUA write per member for the
  * first write to an idle region and one (after a flush) to clear it.
  *
- * On the member, 1 MiB .. 4 MiB: block 0 | block 1 | ... each RAID_MAP_BLOCK bytes:
- *   0 magic u32 "TCWM", 4 version u32, 8 uuid[16], 24 index u32, 28 nblocks u32,
- *   32 region_shift u32, 36 reserved u32, 40 nregions u64, 48..63 reserved (zero),
+ * A second plane (arrays made with RAID_SB_WRITTEN, whatever their consistency
+ * policy) records the regions ever written: a region's written bit is set with its
+ * first write-intent bit (in the same map write, durable before the write goes out)
+ * and never cleared, so a region whose bit is clear still holds the zeros the array
+ * was created with on every member, and a rebuild writes zeros to the new member
+ * there instead of reading every survivor (md's llbitmap calls it Unwritten).  On an
+ * array with the partial-parity log the map has this plane only.
+ *
+ * On the member, 1 MiB .. 4 MiB: block 0 | block 1 | ... each RAID_MAP_BLOCK bytes,
+ * the write-intent plane's nblocks blocks first, then the written plane's:
+ *   0 magic u32 "TCWM", 4 version u32, 8 uuid[16], 24 index u32 (in its plane),
+ *   28 nblocks u32 (per plane), 32 region_shift u32, 36 plane u32 (0 write-intent,
+ *   1 written), 40 nregions u64, 48..63 reserved (zero),
  *   64..4087 bits (region index * RAID_MAP_BITS_PER_BLOCK + r is bit r, LSB first),
  *   4088 XXH64 (seed 0) of bytes 0..4087.
  * Every member holds the same map; at assembly a bit set in any valid copy counts, and
@@ -68,16 +78,23 @@ void raid_map_block_encode(const struct raid_map_block *b, void *buf)
 	put32(p + 24, b->index);
 	put32(p + 28, b->nblocks);
 	put32(p + 32, b->region_shift);
+	put32(p + 36, b->plane);
 	put64(p + 40, b->nregions);
 	memcpy(p + MAP_OFF_BITS, b->bits, MAP_BITS_BYTES);
 	put64(p + MAP_OFF_CSUM, XXH64(p, MAP_OFF_CSUM, 0));
 }
 
-/* A refusal naming block @index (a GNU statement expression: the prefix is built
- * on the caller's stack). */
-#define refuse(st, why, whylen, index, ...) ({                                         \
+static const char *plane_name(uint32_t plane)
+{
+	return plane ? "written map" : "write-intent map";
+}
+
+/* A refusal naming block @index of plane @plane (a GNU statement expression: the
+ * prefix is built on the caller's stack). */
+#define refuse(st, why, whylen, plane, index, ...) ({                                  \
 	char pfx_[48];                                                                  \
-	snprintf(pfx_, sizeof(pfx_), "write-intent map block %u: ", (unsigned)(index));  \
+	snprintf(pfx_, sizeof(pfx_), "%s block %u: ", plane_name(plane),                \
+		 (unsigned)(index));                                                    \
 	raid_refuse(st, why, whylen, pfx_, __VA_ARGS__);                                \
 })
 
@@ -87,14 +104,15 @@ static uint32_t map_nblocks(uint64_t nregions)
 }
 
 enum raid_sb_status raid_map_block_decode(const void *buf, size_t len, const uint8_t *uuid,
-					  uint32_t index, uint64_t nregions, unsigned shift,
-					  struct raid_map_block *out, char *why, size_t whylen)
+					  uint32_t plane, uint32_t index, uint64_t nregions,
+					  unsigned shift, struct raid_map_block *out, char *why,
+					  size_t whylen)
 {
 	const uint8_t *p = buf;
 	struct raid_map_block b;
 
 	char pfx[48];
-	snprintf(pfx, sizeof(pfx), "write-intent map block %u: ", (unsigned)index);
+	snprintf(pfx, sizeof(pfx), "%s block %u: ", plane_name(plane), (unsigned)index);
 	enum raid_sb_status hs = raid_check_header(p, len, RAID_MAP_BLOCK, RAID_MAP_MAGIC,
 						   RAID_MAP_VERSION, pfx, why, whylen);
 	if (hs != RAID_SB_OK)
@@ -104,31 +122,36 @@ enum raid_sb_status raid_map_block_decode(const void *buf, size_t len, const uin
 	b.index = get32(p + 24);
 	b.nblocks = get32(p + 28);
 	b.region_shift = get32(p + 32);
+	b.plane = get32(p + 36);
 	b.nregions = get64(p + 40);
 	memcpy(b.bits, p + MAP_OFF_BITS, MAP_BITS_BYTES);
+	if (b.plane != plane)
+		return refuse(RAID_SB_BAD_FIELD, why, whylen, plane, index,
+			      "plane %u is not its place (%u)", b.plane, plane);
 	if (memcmp(b.uuid, uuid, 16))
-		return refuse(RAID_SB_BAD_FIELD, why, whylen, index, "uuid is another array's");
+		return refuse(RAID_SB_BAD_FIELD, why, whylen, plane, index,
+			      "uuid is another array's");
 	if (b.index != index)
-		return refuse(RAID_SB_BAD_FIELD, why, whylen, index,
+		return refuse(RAID_SB_BAD_FIELD, why, whylen, plane, index,
 			      "index %u is not its place (%u)", b.index, index);
 	if (b.region_shift != shift)
-		return refuse(RAID_SB_BAD_FIELD, why, whylen, index,
+		return refuse(RAID_SB_BAD_FIELD, why, whylen, plane, index,
 			      "region_shift %u is not the array's %u", b.region_shift, shift);
 	if (b.nregions != nregions)
-		return refuse(RAID_SB_BAD_FIELD, why, whylen, index,
+		return refuse(RAID_SB_BAD_FIELD, why, whylen, plane, index,
 			      "nregions %" PRIu64 " is not the array's %" PRIu64, b.nregions,
 			      nregions);
 	if (b.nblocks != map_nblocks(nregions))
-		return refuse(RAID_SB_BAD_FIELD, why, whylen, index,
+		return refuse(RAID_SB_BAD_FIELD, why, whylen, plane, index,
 			      "nblocks %u is not %u for %" PRIu64 " regions", b.nblocks,
 			      map_nblocks(nregions), nregions);
-	if (get32(p + 36) || get64(p + 48) || get64(p + 56))
-		return refuse(RAID_SB_BAD_FIELD, why, whylen, index,
+	if (get64(p + 48) || get64(p + 56))
+		return refuse(RAID_SB_BAD_FIELD, why, whylen, plane, index,
 			      "reserved bytes are not zero");
 	uint64_t first = (uint64_t)index * RAID_MAP_BITS_PER_BLOCK;
 	for (uint64_t r = 0; r < RAID_MAP_BITS_PER_BLOCK; r++)
 		if (first + r >= nregions && (b.bits[r / 8] >> (r % 8) & 1))
-			return refuse(RAID_SB_BAD_FIELD, why, whylen, index,
+			return refuse(RAID_SB_BAD_FIELD, why, whylen, plane, index,
 				      "bit of region %" PRIu64 " set beyond the %" PRIu64
 				      " regions", first + r, nregions);
 	if (out)
@@ -144,20 +167,24 @@ struct raid_map {
 	uint8_t uuid[16];
 	unsigned shift;
 	uint64_t nregions;
-	uint32_t nblocks;
+	uint32_t nblocks;               /* per plane */
+	unsigned planes;                /* RAID_MAP_INTENT | RAID_MAP_WRITTEN */
 	bool readonly;
 	pthread_mutex_t lock;
 	/* Under lock: */
-	uint8_t *bits;                  /* what the members are to hold (nblocks blocks of
-	                                 * MAP_BITS_BYTES) */
+	uint8_t *bits;                  /* write-intent bits the members are to hold
+	                                 * (nblocks blocks of MAP_BITS_BYTES) */
 	uint8_t *sync;                  /* regions to resync (set at assembly) */
+	uint8_t *written;               /* written bits (RAID_MAP_WRITTEN) */
 	uint32_t *inflight;             /* writes in flight per region */
 	uint64_t *idle_since;           /* ns: when the last write of the region ended */
-	bool *changed;                  /* per block: differs from what was last written */
+	bool *changed;                  /* per block of both planes (2 nblocks): differs
+	                                 * from what was last written */
 	uint64_t gen, written_gen;      /* changes made; changes on the members */
 	bool writing, armed, closing, resyncing;
 	volatile bool idle;             /* no map write in flight (close waits on it) */
-	uint64_t ndirty;                /* bits set */
+	uint64_t ndirty;                /* write-intent bits set */
+	uint64_t nwritten;              /* written bits set */
 	struct raid_map_wait *wait_head, *wait_tail;
 };
 
@@ -168,7 +195,8 @@ struct map_write {
 	bool flush_first;
 	atomic_uint pending;
 	uint32_t nblk;
-	uint32_t *blk;                  /* block numbers */
+	uint32_t *blk;                  /* block numbers (both planes: the written
+	                                 * plane's from nblocks on) */
 	uint8_t *buf;                   /* nblk encoded blocks */
 	struct array_child *child;      /* a->n * (nblk + 1) */
 };
@@ -186,54 +214,142 @@ static void bit_put(uint8_t *bits, uint64_t r, bool v)
 		bits[r / 8] &= (uint8_t)~(1u << (r % 8));
 }
 
-/* Byte offset of region @r's bit in the bits array: blocks are MAP_BITS_BYTES each,
- * RAID_MAP_BITS_PER_BLOCK bits, so region r is simply bit r. */
+/* Region r of a plane is bit r of its bits array: blocks are MAP_BITS_BYTES each,
+ * RAID_MAP_BITS_PER_BLOCK bits. */
 
 static void map_daemon(struct tc_timer *t);
 static void map_write_start(struct raid_map *mp, bool flush_first);
 static void map_child_done(struct array_child *c, int result);
 
+static bool has_intent(const struct raid_map *mp)
+{
+	return mp->planes & RAID_MAP_INTENT;
+}
+
+static bool has_written(const struct raid_map *mp)
+{
+	return mp->planes & RAID_MAP_WRITTEN;
+}
+
+/* Block @blk of the map (the written plane's from nblocks on), encoded at @out. */
 static void map_block_image(struct raid_map *mp, uint32_t blk, uint8_t *out)
 {
 	struct raid_map_block b;
+	uint32_t plane = blk >= mp->nblocks;
+	uint32_t index = blk - plane * mp->nblocks;
 
 	memset(&b, 0, sizeof(b));
 	memcpy(b.uuid, mp->uuid, 16);
-	b.index = blk;
+	b.plane = plane;
+	b.index = index;
 	b.nblocks = mp->nblocks;
 	b.region_shift = mp->shift;
 	b.nregions = mp->nregions;
-	memcpy(b.bits, mp->bits + (size_t)blk * MAP_BITS_BYTES, MAP_BITS_BYTES);
+	memcpy(b.bits, (plane ? mp->written : mp->bits) + (size_t)index * MAP_BITS_BYTES,
+	       MAP_BITS_BYTES);
 	raid_map_block_encode(&b, out);
+}
+
+/* The blocks of the planes in use: [*first, *end). */
+static void map_span(const struct raid_map *mp, uint32_t *first, uint32_t *end)
+{
+	*first = has_intent(mp) ? 0 : mp->nblocks;
+	*end = has_written(mp) ? 2 * mp->nblocks : mp->nblocks;
 }
 
 /* Write the whole map to every device of @dev synchronously (attach, close). */
 static int map_write_sync(struct raid_map *mp, tc_dev *const *dev, unsigned n)
 {
-	uint8_t *buf = aligned_alloc(4096, (size_t)mp->nblocks * RAID_MAP_BLOCK);
-	int first = 0;
+	uint32_t first, end;
+	map_span(mp, &first, &end);
+	uint8_t *buf = aligned_alloc(4096, (size_t)(end - first) * RAID_MAP_BLOCK);
+	int ret = 0;
 
 	if (!buf)
 		return -ENOMEM;
-	for (uint32_t i = 0; i < mp->nblocks; i++)
-		map_block_image(mp, i, buf + (size_t)i * RAID_MAP_BLOCK);
+	for (uint32_t i = first; i < end; i++)
+		map_block_image(mp, i, buf + (size_t)(i - first) * RAID_MAP_BLOCK);
 	for (unsigned i = 0; i < n; i++) {
 		if (!dev[i])
 			continue;
 		int r = tc_dev_io(dev[i], TC_OP_WRITE, TC_IO_FUA, buf,
-				  (uint64_t)mp->nblocks * RAID_MAP_BLOCK, RAID_MAP_OFFSET);
-		if (r && !first)
-			first = r;
+				  (uint64_t)(end - first) * RAID_MAP_BLOCK,
+				  RAID_MAP_OFFSET + (uint64_t)first * RAID_MAP_BLOCK);
+		if (r && !ret)
+			ret = r;
 	}
 	free(buf);
-	return first;
+	return ret;
 }
 
-int raid_map_attach(struct tc_array *a, const uint8_t *uuid, tc_dev *const *members,
-		    bool readonly, uint64_t *dirty_regions)
+/* Read plane @plane from @members into @into: a bit set in any valid copy of a block
+ * counts, a block with no valid copy anywhere counts as all set. */
+static int map_read_plane(struct raid_map *mp, tc_dev *const *members, uint32_t plane,
+			  uint8_t *into, uint8_t *blk)
+{
+	struct tc_array *a = mp->a;
+	char why[200];
+
+	for (uint32_t i = 0; i < mp->nblocks; i++) {
+		bool valid = false;
+		for (unsigned d = 0; d < a->n; d++) {
+			struct raid_map_block b;
+			if (!members[d])
+				continue;
+			int r = tc_dev_io(members[d], TC_OP_READ, 0, blk, RAID_MAP_BLOCK,
+					  RAID_MAP_OFFSET + ((uint64_t)plane * mp->nblocks + i) *
+					  RAID_MAP_BLOCK);
+			if (r)
+				return r;
+			if (raid_map_block_decode(blk, RAID_MAP_BLOCK, mp->uuid, plane, i,
+						  mp->nregions, mp->shift, &b, why, sizeof(why))) {
+				tc_warn(a->dev.ctx, "array %s: member %s: %s", a->dev.name,
+					members[d]->name, why);
+				continue;
+			}
+			valid = true;
+			for (size_t x = 0; x < MAP_BITS_BYTES; x++)
+				into[(size_t)i * MAP_BITS_BYTES + x] |= b.bits[x];
+		}
+		if (!valid) {
+			tc_warn(a->dev.ctx, "array %s: %s block %u has no valid copy: %s",
+				a->dev.name, plane_name(plane), i, plane ?
+				"its regions all count as written" : "its regions are all resynced");
+			for (uint64_t x = 0; x < RAID_MAP_BITS_PER_BLOCK; x++) {
+				uint64_t reg = (uint64_t)i * RAID_MAP_BITS_PER_BLOCK + x;
+				if (reg < mp->nregions)
+					bit_put(into, reg, true);
+			}
+		}
+	}
+	return 0;
+}
+
+static uint64_t bits_count(const uint8_t *bits, uint64_t nregions)
+{
+	uint64_t n = 0;
+
+	for (uint64_t reg = 0; reg < nregions; reg++)
+		n += bit_get(bits, reg);
+	return n;
+}
+
+static void map_free(struct raid_map *mp)
+{
+	free(mp->bits);
+	free(mp->sync);
+	free(mp->written);
+	free(mp->inflight);
+	free(mp->idle_since);
+	free(mp->changed);
+	free(mp);
+}
+
+int raid_map_attach(struct tc_array *a, const uint8_t *uuid, unsigned planes,
+		    tc_dev *const *members, bool dirty, bool readonly,
+		    uint64_t *dirty_regions)
 {
 	struct raid_map *mp = calloc(1, sizeof(*mp));
-	char why[200];
 	int r = 0;
 
 	if (dirty_regions)
@@ -242,66 +358,57 @@ int raid_map_attach(struct tc_array *a, const uint8_t *uuid, tc_dev *const *memb
 		return -ENOMEM;
 	mp->a = a;
 	memcpy(mp->uuid, uuid, 16);
+	mp->planes = planes;
 	mp->shift = raid_map_region_shift(a->member_size, (uint32_t)a->chunk);
 	mp->nregions = (a->member_size + (1ull << mp->shift) - 1) >> mp->shift;
 	mp->nblocks = map_nblocks(mp->nregions);
 	mp->readonly = readonly;
 	mp->idle = true;
 	mp->timer.fn = map_daemon;
+	if ((uint64_t)mp->nblocks * 2 * RAID_MAP_BLOCK > RAID_MAP_AREA) {
+		/* 12 million regions of 64 MiB: members of 790 TB. */
+		tc_err(a->dev.ctx, "array %s: %" PRIu64 " regions of %u MiB do not fit the "
+		       "region map's %u MiB", a->dev.name, mp->nregions, 1u << (mp->shift - 20),
+		       RAID_MAP_AREA >> 20);
+		free(mp);
+		return -EFBIG;
+	}
 	size_t bytes = (size_t)mp->nblocks * MAP_BITS_BYTES;
 	mp->bits = calloc(1, bytes);
 	mp->sync = calloc(1, bytes);
+	mp->written = calloc(1, bytes);
 	mp->inflight = calloc(mp->nregions, sizeof(*mp->inflight));
 	mp->idle_since = calloc(mp->nregions, sizeof(*mp->idle_since));
-	mp->changed = calloc(mp->nblocks, sizeof(*mp->changed));
+	mp->changed = calloc(2 * (size_t)mp->nblocks, sizeof(*mp->changed));
 	uint8_t *blk = aligned_alloc(4096, RAID_MAP_BLOCK);
-	if (!mp->bits || !mp->sync || !mp->inflight || !mp->idle_since || !mp->changed ||
-	    !blk) {
+	if (!mp->bits || !mp->sync || !mp->written || !mp->inflight || !mp->idle_since ||
+	    !mp->changed || !blk) {
 		r = -ENOMEM;
 		goto fail;
 	}
 	pthread_mutex_init(&mp->lock, NULL);
-	if (members) {
-		for (uint32_t i = 0; i < mp->nblocks; i++) {
-			bool valid = false;
-			for (unsigned d = 0; d < a->n; d++) {
-				struct raid_map_block b;
-				if (!members[d])
-					continue;
-				r = tc_dev_io(members[d], TC_OP_READ, 0, blk, RAID_MAP_BLOCK,
-					      RAID_MAP_OFFSET + (uint64_t)i * RAID_MAP_BLOCK);
-				if (r)
-					goto fail_lock;
-				if (raid_map_block_decode(blk, RAID_MAP_BLOCK, uuid, i, mp->nregions,
-							  mp->shift, &b, why, sizeof(why))) {
-					tc_warn(a->dev.ctx, "array %s: member %s: %s", a->dev.name,
-						members[d]->name, why);
-					continue;
-				}
-				valid = true;
-				for (size_t x = 0; x < MAP_BITS_BYTES; x++)
-					mp->sync[(size_t)i * MAP_BITS_BYTES + x] |= b.bits[x];
-			}
-			if (!valid) {
-				tc_warn(a->dev.ctx, "array %s: write-intent map block %u has no valid "
-					"copy: its regions are all resynced", a->dev.name, i);
-				for (uint64_t x = 0; x < RAID_MAP_BITS_PER_BLOCK; x++) {
-					uint64_t reg = (uint64_t)i * RAID_MAP_BITS_PER_BLOCK + x;
-					if (reg < mp->nregions)
-						bit_put(mp->sync, reg, true);
-				}
-			}
-		}
-		uint64_t n = 0;
-		for (uint64_t reg = 0; reg < mp->nregions; reg++)
-			n += bit_get(mp->sync, reg);
+	if (members && has_written(mp)) {
+		r = map_read_plane(mp, members, 1, mp->written, blk);
+		if (r)
+			goto fail_lock;
+		mp->nwritten = bits_count(mp->written, mp->nregions);
+	} else if (!has_written(mp)) {
+		/* An array made before the written plane: every region may hold data. */
+		memset(mp->written, 0xff, bytes);
+		mp->nwritten = mp->nregions;
+	}
+	if (members && dirty && has_intent(mp)) {
+		r = map_read_plane(mp, members, 0, mp->sync, blk);
+		if (r)
+			goto fail_lock;
+		uint64_t n = bits_count(mp->sync, mp->nregions);
 		memcpy(mp->bits, mp->sync, bytes);
 		mp->ndirty = n;
 		mp->resyncing = n > 0;
 		if (dirty_regions)
 			*dirty_regions = n;
 	}
-	if (!readonly) {
+	if (!readonly && (mp->planes & (RAID_MAP_INTENT | RAID_MAP_WRITTEN))) {
 		tc_dev *dev[TC_ARRAY_MAX_MEMBERS];
 		/* Not to a member missing or faulty (a placeholder refuses every
 		 * request: a clean assembly without a member failed here). */
@@ -310,7 +417,7 @@ int raid_map_attach(struct tc_array *a, const uint8_t *uuid, tc_dev *const *memb
 				 atomic_load(&a->m[d].dev) : NULL;
 		r = map_write_sync(mp, dev, a->n);
 		if (r) {
-			tc_err(a->dev.ctx, "array %s: writing the write-intent map failed: %s",
+			tc_err(a->dev.ctx, "array %s: writing the region map failed: %s",
 			       a->dev.name, strerror(-r));
 			goto fail_lock;
 		}
@@ -322,19 +429,14 @@ fail_lock:
 	pthread_mutex_destroy(&mp->lock);
 fail:
 	free(blk);
-	free(mp->bits);
-	free(mp->sync);
-	free(mp->inflight);
-	free(mp->idle_since);
-	free(mp->changed);
-	free(mp);
+	map_free(mp);
 	return r;
 }
 
 /* Under mp->lock: the daemon runs RAID_MAP_DAEMON_NS from now if not armed. */
 static void map_arm(struct raid_map *mp)
 {
-	if (mp->armed || mp->closing || mp->readonly)
+	if (mp->armed || mp->closing || mp->readonly || !has_intent(mp))
 		return;
 	mp->armed = true;
 	tc_ctx_timer_arm(mp->a->dev.ctx, &mp->timer,
@@ -346,15 +448,23 @@ bool raid_map_start(struct tc_array *a, uint64_t moff, uint64_t len,
 {
 	struct raid_map *mp = a->map;
 	uint64_t first = moff >> mp->shift, last = (moff + len - 1) >> mp->shift;
-	bool set = false;
+	bool set = false, intent = has_intent(mp);
 
 	pthread_mutex_lock(&mp->lock);
 	for (uint64_t r = first; r <= last && r < mp->nregions; r++) {
 		mp->inflight[r]++;
-		if (!bit_get(mp->bits, r)) {
+		if (intent && !bit_get(mp->bits, r)) {
 			bit_put(mp->bits, r, true);
 			mp->changed[r / RAID_MAP_BITS_PER_BLOCK] = true;
 			mp->ndirty++;
+			set = true;
+		}
+		/* The first write ever to the region: its written bit goes out with the
+		 * write-intent bit (written bits are all set without that plane). */
+		if (!bit_get(mp->written, r)) {
+			bit_put(mp->written, r, true);
+			mp->changed[mp->nblocks + r / RAID_MAP_BITS_PER_BLOCK] = true;
+			mp->nwritten++;
 			set = true;
 		}
 	}
@@ -455,8 +565,14 @@ static void map_put(struct map_write *mw)
 				continue;
 			for (uint32_t b = 0; b < mw->nblk; b++) {
 				atomic_fetch_add(&mw->pending, 1);
-				/* Member offsets are shifted by data_offset: undo it (mod 2^64). */
-				array_child_submit_to(a, &mw->child[i * (mw->nblk + 1) + b], i, 1,
+				/* Member offsets are shifted by data_offset: undo it (mod 2^64).
+				 * Written bits also to the old member of a replace (route 3),
+				 * which takes the slot back if its successor fails: a bit it
+				 * lacked would let a later rebuild zero a written region.
+				 * Write-intent bits to the slot's device only: a cleared bit
+				 * there follows a flush of that device alone. */
+				array_child_submit_to(a, &mw->child[i * (mw->nblk + 1) + b], i,
+						      mw->blk[b] >= mw->mp->nblocks ? 3 : 1,
 						      TC_OP_WRITE, TC_IO_FUA,
 						      RAID_MAP_OFFSET + (uint64_t)mw->blk[b] *
 						      RAID_MAP_BLOCK - a->data_offset, RAID_MAP_BLOCK,
@@ -475,8 +591,8 @@ static void map_child_done(struct array_child *c, int result)
 	struct map_write *mw = c->owner;
 
 	if (result < 0)
-		array_child_fail(c, c->io.op == TC_OP_FLUSH ? "flush error (write-intent map)"
-				 : "write error (write-intent map)", -result);
+		array_child_fail(c, c->io.op == TC_OP_FLUSH ? "flush error (region map)"
+				 : "write error (region map)", -result);
 	map_put(mw);
 }
 
@@ -486,18 +602,19 @@ static void map_write_start(struct raid_map *mp, bool flush_first)
 {
 	struct tc_array *a = mp->a;
 	struct map_write *mw = calloc(1, sizeof(*mw));
+	uint32_t nb = 2 * mp->nblocks;
 
 	if (mw) {
-		mw->blk = calloc(mp->nblocks, sizeof(*mw->blk));
-		mw->buf = aligned_alloc(4096, (size_t)mp->nblocks * RAID_MAP_BLOCK);
-		mw->child = calloc((size_t)a->n * (mp->nblocks + 1), sizeof(*mw->child));
+		mw->blk = calloc(nb, sizeof(*mw->blk));
+		mw->buf = aligned_alloc(4096, (size_t)nb * RAID_MAP_BLOCK);
+		mw->child = calloc((size_t)a->n * (nb + 1), sizeof(*mw->child));
 	}
 	if (!mw || !mw->blk || !mw->buf || !mw->child) {
 		/* Without memory for the write the waiters cannot go on: retry from the
-		 * daemon. */
+		 * daemon (or, without one, from the next write that sets a bit). */
 		if (mw)
 			map_write_free(mw);
-		tc_err(a->dev.ctx, "array %s: write-intent map: no memory for a map write; "
+		tc_err(a->dev.ctx, "array %s: region map: no memory for a map write; "
 		       "retrying", a->dev.name);
 		pthread_mutex_lock(&mp->lock);
 		mp->writing = false;
@@ -510,7 +627,7 @@ static void map_write_start(struct raid_map *mp, bool flush_first)
 	pthread_mutex_lock(&mp->lock);
 	mp->idle = false;
 	mw->gen = mp->gen;
-	for (uint32_t b = 0; b < mp->nblocks; b++)
+	for (uint32_t b = 0; b < nb; b++)
 		if (mp->changed[b]) {
 			mp->changed[b] = false;
 			map_block_image(mp, b, mw->buf + (size_t)mw->nblk * RAID_MAP_BLOCK);
@@ -569,16 +686,60 @@ static void map_daemon(struct tc_timer *t)
 		map_write_start(mp, true);
 }
 
+void raid_map_rewrite(struct tc_array *a)
+{
+	struct raid_map *mp = a->map;
+	uint32_t first, end;
+
+	if (!mp || mp->readonly)
+		return;
+	map_span(mp, &first, &end);
+	pthread_mutex_lock(&mp->lock);
+	if (mp->closing) {
+		pthread_mutex_unlock(&mp->lock);
+		return;
+	}
+	for (uint32_t b = first; b < end; b++)
+		mp->changed[b] = true;
+	mp->gen++;
+	bool start = !mp->writing;
+	if (start) {
+		mp->writing = true;
+		mp->idle = false;       /* a close from now on waits for it */
+	}
+	pthread_mutex_unlock(&mp->lock);
+	if (start)
+		map_write_start(mp, false);
+}
+
+bool raid_map_has_intent(struct tc_array *a)
+{
+	return a->map && has_intent(a->map);
+}
+
 bool raid_map_needs_sync(struct tc_array *a, uint64_t moff)
 {
 	struct raid_map *mp = a->map;
 	bool r;
 
-	if (!mp)
+	if (!mp || !has_intent(mp))
 		return true;
 	pthread_mutex_lock(&mp->lock);
 	r = mp->resyncing && (moff >> mp->shift) < mp->nregions &&
 	    bit_get(mp->sync, moff >> mp->shift);
+	pthread_mutex_unlock(&mp->lock);
+	return r;
+}
+
+bool raid_map_written(struct tc_array *a, uint64_t moff)
+{
+	struct raid_map *mp = a->map;
+	bool r;
+
+	if (!mp || !has_written(mp))
+		return true;
+	pthread_mutex_lock(&mp->lock);
+	r = (moff >> mp->shift) >= mp->nregions || bit_get(mp->written, moff >> mp->shift);
 	pthread_mutex_unlock(&mp->lock);
 	return r;
 }
@@ -622,11 +783,26 @@ void raid_map_counts(struct tc_array *a, uint64_t *regions, uint64_t *dirty,
 	struct raid_map *mp = a->map;
 
 	*regions = *dirty = *region_bytes = 0;
-	if (!mp)
+	if (!mp || !has_intent(mp))
 		return;
 	pthread_mutex_lock(&mp->lock);
 	*regions = mp->nregions;
 	*dirty = mp->ndirty;
+	*region_bytes = 1ull << mp->shift;
+	pthread_mutex_unlock(&mp->lock);
+}
+
+void raid_map_written_counts(struct tc_array *a, uint64_t *regions, uint64_t *written,
+			     uint64_t *region_bytes)
+{
+	struct raid_map *mp = a->map;
+
+	*regions = *written = *region_bytes = 0;
+	if (!mp || !has_written(mp))
+		return;
+	pthread_mutex_lock(&mp->lock);
+	*regions = mp->nregions;
+	*written = mp->nwritten;
 	*region_bytes = 1ull << mp->shift;
 	pthread_mutex_unlock(&mp->lock);
 }
@@ -643,6 +819,8 @@ void raid_map_close(struct tc_array *a, bool clean)
 	tc_ctx_timer_cancel(a->dev.ctx, &mp->timer);
 	tc_ctx_wait_until(a->dev.ctx, &mp->idle);
 	if (clean && !mp->readonly) {
+		/* The written plane as it is (every bit of it durable already): the
+		 * whole map goes out, so a member that joined holds it too. */
 		tc_dev *dev[TC_ARRAY_MAX_MEMBERS];
 		memset(mp->bits, 0, (size_t)mp->nblocks * MAP_BITS_BYTES);
 		for (unsigned i = 0; i < a->n; i++)
@@ -654,10 +832,5 @@ void raid_map_close(struct tc_array *a, bool clean)
 	}
 	a->map = NULL;
 	pthread_mutex_destroy(&mp->lock);
-	free(mp->bits);
-	free(mp->sync);
-	free(mp->inflight);
-	free(mp->idle_since);
-	free(mp->changed);
-	free(mp);
+	map_free(mp);
 }

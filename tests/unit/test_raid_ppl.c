@@ -9,6 +9,7 @@
  * reads only the regions the map names (member bytes counted).
  */
 #include <errno.h>
+#include <inttypes.h>
 #include <fcntl.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -156,7 +157,9 @@ static void test_map_codec(void **state)
 		  "the array's 26" },
 		{ 40, 40001, RAID_SB_BAD_FIELD, "write-intent map block 1: nregions 40001 is not "
 		  "the array's 40000" },
-		{ 36, 5, RAID_SB_BAD_FIELD, "write-intent map block 1: reserved bytes are not "
+		{ 36, 5, RAID_SB_BAD_FIELD, "write-intent map block 1: plane 5 is not its place "
+		  "(0)" },
+		{ 48, 5, RAID_SB_BAD_FIELD, "write-intent map block 1: reserved bytes are not "
 		  "zero" },
 		{ 64 + 1500, 0x80, RAID_SB_BAD_FIELD, "write-intent map block 1: bit of region "
 		  "44199 set beyond the 40000 regions" },
@@ -172,12 +175,12 @@ static void test_map_codec(void **state)
 	b.bits[0] = 0x81;
 	b.bits[100] = 0x10;
 	raid_map_block_encode(&b, buf);
-	assert_int_equal(raid_map_block_decode(buf, sizeof(buf), UUID, 1, 40000, 26, &back, why,
+	assert_int_equal(raid_map_block_decode(buf, sizeof(buf), UUID, 0, 1, 40000, 26, &back, why,
 					       sizeof(why)), RAID_SB_OK);
 	assert_memory_equal(&b, &back, sizeof(b));
 	memcpy(b2, buf, sizeof(buf));
 	b2[70] ^= 4;
-	assert_int_equal(raid_map_block_decode(b2, sizeof(b2), UUID, 1, 40000, 26, NULL, why,
+	assert_int_equal(raid_map_block_decode(b2, sizeof(b2), UUID, 0, 1, 40000, 26, NULL, why,
 					       sizeof(why)), RAID_SB_BAD_CHECKSUM);
 	for (size_t i = 0; i < sizeof(c) / sizeof(c[0]); i++) {
 		memcpy(b2, buf, sizeof(buf));
@@ -189,10 +192,25 @@ static void test_map_codec(void **state)
 			put32(b2 + c[i].off, c[i].value);
 		if (c[i].st != RAID_SB_BAD_MAGIC && c[i].st != RAID_SB_BAD_VERSION)
 			reseal(b2, sizeof(b2));
-		assert_int_equal(raid_map_block_decode(b2, sizeof(b2), UUID, 1, 40000, 26, NULL,
+		assert_int_equal(raid_map_block_decode(b2, sizeof(b2), UUID, 0, 1, 40000, 26, NULL,
 						       why, sizeof(why)), c[i].st);
 		assert_string_equal(why, c[i].msg);
 	}
+	/* The written plane: its blocks say so, and one is never taken for the other. */
+	b.plane = 1;
+	raid_map_block_encode(&b, buf);
+	assert_int_equal(raid_map_block_decode(buf, sizeof(buf), UUID, 1, 1, 40000, 26, &back,
+					       why, sizeof(why)), RAID_SB_OK);
+	assert_memory_equal(&b, &back, sizeof(b));
+	assert_int_equal(raid_map_block_decode(buf, sizeof(buf), UUID, 0, 1, 40000, 26, NULL,
+					       why, sizeof(why)), RAID_SB_BAD_FIELD);
+	assert_string_equal(why, "write-intent map block 1: plane 1 is not its place (0)");
+	put32(buf + 40, 40001);
+	reseal(buf, sizeof(buf));
+	assert_int_equal(raid_map_block_decode(buf, sizeof(buf), UUID, 1, 1, 40000, 26, NULL,
+					       why, sizeof(why)), RAID_SB_BAD_FIELD);
+	assert_string_equal(why, "written map block 1: nregions 40001 is not the array's "
+			    "40000");
 	/* Region sizes: 64 MiB on large members, at least 64 regions, at least a chunk. */
 	assert_int_equal(raid_map_region_shift(16ull << 40, 256 << 10), 26);
 	assert_int_equal(raid_map_region_shift(64ull << 20, 64 << 10), 20);
@@ -1045,11 +1063,138 @@ static void test_resync_dirty_regions(void **state)
 	tc_ctx_free(ctx);
 }
 
+/* ---- a rebuild writes zeros where nothing was ever written ------------------------ */
+
+/*
+ * An array records the regions ever written (wimap.c, the written plane), durably
+ * before the first write to each: writes to rows 3 and 20, a power cut without a
+ * flush, assembly from the files, a hot spare full of 0xab, member 1 failed.  The rebuild reads the
+ * survivors in the two written rows only (without the record: every row) and writes
+ * zeros to the spare everywhere else; with another member lost after it every byte
+ * still reads as written or as zero, and the spare's own bytes are zero outside the
+ * written rows.  RAID 5 with each consistency policy, RAID 10, and RAID 5 without the
+ * record.
+ */
+static void unwritten_case(struct fx *f, enum tc_raid_level_id level,
+			   enum tc_array_consistency policy, unsigned flags)
+{
+	tc_ctx *ctx = t_ctx(TC_CTX_DETERMINISTIC, 23, TC_LOG_ERROR, &f->log);
+	bool r10 = level == TC_RAID10;
+	struct tc_array_opts o = { .level = level, .chunk = CHUNK, .consistency = policy };
+	uint64_t size = r10 ? (uint64_t)N * DATA / 2 : ASIZE;
+	/* Rows 3 and 20: RAID 5 stripes 3 and 20; RAID 10 array chunks 6 (members 0
+	 * and 1, row 3) and 41 (members 2 and 3, row 20). */
+	uint64_t woff[2] = { r10 ? 6 * CHUNK : 3 * STRIPE, r10 ? 41 * CHUNK : 20 * STRIPE };
+	uint64_t wlen[2] = { r10 ? CHUNK : STRIPE, 4096 };
+	bool tracked = !(flags & TC_ARRAY_ALL_WRITTEN);
+	uint8_t *buf = aligned_alloc(4096, size), *want = calloc(1, size);
+	tc_dev *m[N], *a;
+	struct tc_array_status st;
+	char spare_path[300];
+
+	assert_non_null(buf);
+	assert_non_null(want);
+	for (unsigned i = 0; i < N; i++) {
+		unlink(f->path[i]);
+		assert_int_equal(tc_dev_new_crash(ctx, f->path[i], TC_DEV_CREATE, MSIZE, 60 + i,
+						  &m[i]), 0);
+	}
+	assert_int_equal(tc_array_create(ctx, "uw", &o, m, N, NULL, 0, flags, &a), 0);
+	assert_int_equal(tc_array_status(a, &st), 0);
+	assert_int_equal(st.written_map_regions, tracked ? DATA / CHUNK : 0);
+	assert_int_equal(st.written_regions, 0);
+	for (unsigned w = 0; w < 2; w++) {
+		for (uint64_t x = 0; x < wlen[w]; x++)
+			want[woff[w] + x] = val_a(woff[w] + x) | 1;
+		assert_int_equal(tc_dev_io(a, TC_OP_WRITE, 0, want + woff[w], wlen[w], woff[w]),
+				 0);
+	}
+	assert_int_equal(tc_array_status(a, &st), 0);
+	assert_int_equal(st.written_regions, tracked ? 2 : 0);
+	/* Not even a flush: the bits went out before the writes, FUA; of the writes
+	 * the cut may keep any part (what the array reads after assembly is the model
+	 * from then on). */
+	for (unsigned i = 0; i < N; i++)
+		assert_true(tc_crash_power_cut(m[i]) >= 0);
+	tc_dev_close(a);
+
+	snprintf(spare_path, sizeof(spare_path), "%s/spare", f->dir);
+	int fd = open(spare_path, O_RDWR | O_CREAT | O_TRUNC, 0600);
+	assert_true(fd >= 0);
+	memset(buf, 0xab, DATA);
+	assert_int_equal(pwrite(fd, buf, DATA, RAID_SB_DATA_OFFSET), (ssize_t)DATA);
+	close(fd);
+	tc_dev *d[N], *dd[N], *sp;
+	for (unsigned i = 0; i < N; i++)
+		assert_int_equal(tc_dev_open_file(ctx, f->path[i], TC_DEV_BUFFERED, 0, &d[i]), 0);
+	memcpy(dd, d, sizeof(d));       /* assembly takes them over */
+	assert_int_equal(tc_array_assemble(ctx, dd, N, 0, &a), 0);
+	assert_int_equal(tc_array_wait(a), 0);  /* the resync or log replay */
+	assert_int_equal(tc_array_status(a, &st), 0);
+	assert_int_equal(st.written_regions, tracked ? 2 : 0);
+	assert_int_equal(tc_dev_io(a, TC_OP_READ, 0, want, size, 0), 0);
+	assert_int_equal(tc_dev_open_file(ctx, spare_path, TC_DEV_BUFFERED, 0, &sp), 0);
+	assert_int_equal(tc_array_add_spare(a, sp), 0);
+	struct tc_dev_stats before[N], after[N];
+	for (unsigned i = 0; i < N; i++)
+		tc_dev_stats(d[i], &before[i]);
+	assert_int_equal(tc_array_fail_member(a, 1), 0);
+	assert_int_equal(tc_array_wait(a), 0);
+	assert_int_equal(tc_array_status(a, &st), 0);
+	assert_int_equal(st.member[1].state, TC_MEMBER_ACTIVE);
+	uint64_t survivors = 0;
+	for (unsigned i = 0; i < N; i++) {
+		tc_dev_stats(d[i], &after[i]);
+		if (i != 1)
+			survivors += after[i].bytes_read - before[i].bytes_read;
+	}
+	/* RAID 5: the three survivors, a chunk each per row; RAID 10: member 0. */
+	uint64_t rows = tracked ? 2 : DATA / CHUNK;
+	assert_int_equal(survivors, rows * CHUNK * (r10 ? 1 : N - 1));
+	assert_int_equal(tc_dev_io(a, TC_OP_READ, 0, buf, size, 0), 0);
+	assert_memory_equal(buf, want, size);
+	/* The spare is all that is left of member 1's copies (RAID 10) or what the
+	 * parity needs besides member 2's survivors (RAID 5). */
+	assert_int_equal(tc_array_fail_member(a, r10 ? 0 : 2), 0);
+	memset(buf, 0x11, size);
+	assert_int_equal(tc_dev_io(a, TC_OP_READ, 0, buf, size, 0), 0);
+	assert_memory_equal(buf, want, size);
+	tc_dev_close(a);
+	fd = open(spare_path, O_RDONLY);
+	assert_true(fd >= 0);
+	assert_int_equal(pread(fd, buf, DATA, RAID_SB_DATA_OFFSET), (ssize_t)DATA);
+	close(fd);
+	for (uint64_t row = 0; row < DATA / CHUNK; row++) {
+		if (row == 3 || row == 20)
+			continue;
+		for (uint64_t x = 0; x < CHUNK; x++)
+			if (buf[row * CHUNK + x])
+				fail_msg("spare row %" PRIu64 " byte %" PRIu64 ": 0x%02x, not zero",
+					 row, x, buf[row * CHUNK + x]);
+	}
+	unlink(spare_path);
+	free(buf);
+	free(want);
+	tc_ctx_free(ctx);
+}
+
+static void test_rebuild_skips_unwritten(void **state)
+{
+	struct fx *f = *state;
+
+	unwritten_case(f, TC_RAID5, TC_CONSISTENCY_PPL, 0);
+	unwritten_case(f, TC_RAID5, TC_CONSISTENCY_BITMAP, 0);
+	unwritten_case(f, TC_RAID10, TC_CONSISTENCY_DEFAULT, 0);
+	unwritten_case(f, TC_RAID5, TC_CONSISTENCY_PPL, TC_ARRAY_ALL_WRITTEN);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_ppl_codec),
 		cmocka_unit_test(test_map_codec),
+		cmocka_unit_test_setup_teardown(test_rebuild_skips_unwritten, fx_setup,
+						fx_teardown),
 		cmocka_unit_test_setup_teardown(test_write_hole, fx_setup, fx_teardown),
 		cmocka_unit_test_setup_teardown(test_write_hole_full_stripes, fx_setup,
 						fx_teardown),
