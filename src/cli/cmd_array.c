@@ -119,6 +119,11 @@ static void print_array(json_object *a)
 		       tc_size_format(cli_ju64(a, "map_region_size"), (char[32]){ 0 }, 32));
 	else if (jp && json_object_get_boolean(jp))
 		printf("  consistency: partial-parity log (no write hole)\n");
+	if (cli_ju64(a, "written_map_regions"))
+		printf("  written: %" PRIu64 " of %" PRIu64 " regions of %s (a rebuild writes "
+		       "zeros to the others)\n", cli_ju64(a, "written_regions"),
+		       cli_ju64(a, "written_map_regions"),
+		       tc_size_format(cli_ju64(a, "written_region_size"), (char[32]){ 0 }, 32));
 	printf("  %-4s  %-10s  %s\n", "SLOT", "STATE", "DEVICE");
 	for (size_t i = 0; ms && i < json_object_array_length(ms); i++) {
 		json_object *m = json_object_array_get_idx(ms, i), *jr;
@@ -429,7 +434,10 @@ static const char help[] =
 "\n"
 "    `array status` lists spares, retired members and devices left out as slot -,\n"
 "    the background pass (rebuild, check or repair: position, rate, ETA,\n"
-"    mismatches), the last check's mismatches and the rates in force.\n"
+"    mismatches), the last check's mismatches and the rates in force, and how many\n"
+"    regions were ever written: a rebuild writes zeros to the new member in the\n"
+"    others and reads nothing there (arrays made by versions without this record\n"
+"    rebuild every region).\n"
 "\n"
 "OPTIONS\n"
 "    --control PATH    the server's control socket (default " TC_CONTROL_DEFAULT ")\n"

@@ -374,6 +374,8 @@ static const struct field array_fields[] = {
 	{ AS(map_regions), "write_intent_regions", "Regions of the write-intent map (0: no map).", "map_regions", false },
 	{ AS(map_dirty), "write_intent_dirty_regions", "Regions of the write-intent map set now.", "map_dirty", false },
 	{ AS(map_region_size), "write_intent_region_bytes", "Member bytes per write-intent region.", "map_region_size", false },
+	{ AS(written_map_regions), "written_map_regions", "Regions of the record of regions ever written (0: no record).", "written_map_regions", false },
+	{ AS(written_regions), "written_regions", "Regions written since the array was created (a rebuild writes zeros to the others).", "written_regions", false },
 	{ AS(rebuild.min_rate), "rebuild_min_rate_bytes_per_second", "Rebuild rate floor per member.", "rebuild.min_rate", false },
 	{ AS(rebuild.max_rate), "rebuild_max_rate_bytes_per_second", "Rebuild rate ceiling per member (18446744073709551615: unlimited).", "rebuild.max_rate", false },
 	{ AS(rebuild.priority), "rebuild_priority", "Rebuild priority, 0..100.", "rebuild.priority", false },

@@ -267,6 +267,10 @@ json_object *ctl_array_json(tc_dev *a, const char *spec)
 	json_object_object_add(o, "map_regions", u64(st->map_regions));
 	json_object_object_add(o, "map_dirty", u64(st->map_dirty));
 	json_object_object_add(o, "map_region_size", u64(st->map_region_size));
+	/* The regions ever written (0 regions: no record, all count as written). */
+	json_object_object_add(o, "written_map_regions", u64(st->written_map_regions));
+	json_object_object_add(o, "written_regions", u64(st->written_regions));
+	json_object_object_add(o, "written_region_size", u64(st->written_region_size));
 	json_object *rb = json_object_new_object();
 	json_object_object_add(rb, "min_rate", u64(st->rebuild.min_rate));
 	json_object_object_add(rb, "max_rate", u64(st->rebuild.max_rate));

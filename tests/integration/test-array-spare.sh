@@ -179,6 +179,11 @@ tc array status --json s1 s0 s2 d2 >ks.json 2>ks.err || fail "offline status: $(
 # The rates set live are kept in the superblocks: the next server rebuilds at 4 MB/s.
 [ "$(json_get ks.json arrays 0 rebuild max_rate)" = 4000000 ] ||
 	fail "rebuild rate not kept on the members: $(cat ks.json)"
+# So are the regions ever written (a rebuild reads the survivors in those only).
+[ "$(json_get ks.json arrays 0 written_regions)" -gt 0 ] &&
+	[ "$(json_get ks.json arrays 0 written_regions)" -le \
+		"$(json_get ks.json arrays 0 written_map_regions)" ] ||
+	fail "no regions recorded written: $(cat ks.json)"
 serve s1 s0 s2 d2
 # Reads during the resumed rebuild, then after it.
 # shellcheck disable=SC2086
