@@ -1091,6 +1091,38 @@ int array_near_redundancy(const struct tc_array *a, unsigned copies, uint32_t fa
  * Submit and close.
  */
 
+/* Whether @io (WRITE_ZEROES or DISCARD) lies wholly in regions never written, whose
+ * members hold zeros already (wimap.c): then there is nothing to do.  mkfs discards a
+ * whole new device; on RAID 5/6 a discard is a write of zeros (parity included), and
+ * it would otherwise write every byte of every member. */
+static bool array_zeros_already(struct tc_array *a, const struct tc_io *io)
+{
+	uint64_t lo, hi, last = io->offset + io->length - 1;
+
+	if (!a->map || !io->length)
+		return false;
+	if (a->level->parity) {
+		uint64_t stripe = a->chunk * (a->n - a->level->parity);
+		lo = (io->offset / stripe) << a->chunk_shift;
+		hi = (last / stripe + 1) << a->chunk_shift;
+	} else if (a->level->map) {
+		struct raid_extent first, end;
+		a->level->map(a, io->offset, 1, &first);
+		a->level->map(a, last, 1, &end);
+		lo = UINT64_MAX;
+		hi = 0;
+		for (unsigned i = 0; i < first.ncopies; i++)
+			if (first.copy[i].offset < lo)
+				lo = first.copy[i].offset;
+		for (unsigned i = 0; i < end.ncopies; i++)
+			if (end.copy[i].offset + 1 > hi)
+				hi = end.copy[i].offset + 1;
+	} else {
+		return false;
+	}
+	return raid_map_unwritten(a, lo, hi);
+}
+
 static void array_submit(struct tc_dev *dev, struct tc_io *io)
 {
 	struct tc_array *a = (struct tc_array *)dev;
@@ -1101,6 +1133,9 @@ static void array_submit(struct tc_dev *dev, struct tc_io *io)
 		array_complete(a, io, -EIO);
 	else if (io->op == TC_OP_FLUSH)
 		array_flush(a, io);
+	else if ((io->op == TC_OP_DISCARD || io->op == TC_OP_WRITE_ZEROES) &&
+		 array_zeros_already(a, io))
+		array_complete(a, io, 0);
 	else
 		a->level->submit(a, io);
 	array_submit_depth--;

@@ -621,6 +621,10 @@ bool raid_map_has_intent(struct tc_array *a);
  * through the array: false only when the written plane says it never was (its
  * members hold zeros there).  Any thread. */
 bool raid_map_written(struct tc_array *a, uint64_t moff);
+/* raid_map_unwritten - whether every region overlapping member bytes [@lo, @hi) is
+ * one the written plane says was never written (its members hold zeros); false
+ * without that plane.  Any thread. */
+bool raid_map_unwritten(struct tc_array *a, uint64_t lo, uint64_t hi);
 /* raid_map_written_counts - of the written plane: regions, regions written, region
  * bytes (zeros without that plane). */
 void raid_map_written_counts(struct tc_array *a, uint64_t *regions, uint64_t *written,

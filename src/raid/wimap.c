@@ -744,6 +744,20 @@ bool raid_map_written(struct tc_array *a, uint64_t moff)
 	return r;
 }
 
+bool raid_map_unwritten(struct tc_array *a, uint64_t lo, uint64_t hi)
+{
+	struct raid_map *mp = a->map;
+	bool r = true;
+
+	if (!mp || !has_written(mp) || hi <= lo)
+		return false;
+	pthread_mutex_lock(&mp->lock);
+	for (uint64_t reg = lo >> mp->shift; r && reg <= (hi - 1) >> mp->shift; reg++)
+		r = reg < mp->nregions && !bit_get(mp->written, reg);
+	pthread_mutex_unlock(&mp->lock);
+	return r;
+}
+
 bool raid_map_resync_pending(struct tc_array *a)
 {
 	struct raid_map *mp = a->map;

@@ -1178,6 +1178,62 @@ static void unwritten_case(struct fx *f, enum tc_raid_level_id level,
 	tc_ctx_free(ctx);
 }
 
+/*
+ * WRITE_ZEROES and DISCARD wholly in regions never written do nothing (the members
+ * hold zeros there): a discard of the whole new array writes no member byte.  Once a
+ * region is written, they go through as before, and the array reads zeros after
+ * them.  Without the record (TC_ARRAY_ALL_WRITTEN) a discard writes the members.
+ */
+static void zeroes_case(struct fx *f, enum tc_raid_level_id level, unsigned flags)
+{
+	tc_ctx *ctx = t_ctx(TC_CTX_DETERMINISTIC, 29, TC_LOG_ERROR, &f->log);
+	struct tc_array_opts o = { .level = level, .chunk = CHUNK };
+	tc_dev *m[N], *a;
+	uint8_t *buf = aligned_alloc(4096, CHUNK), *zero = calloc(1, CHUNK);
+
+	assert_non_null(buf);
+	assert_non_null(zero);
+	for (unsigned i = 0; i < N; i++) {
+		unlink(f->path[i]);
+		assert_int_equal(tc_dev_new_crash(ctx, f->path[i], TC_DEV_CREATE, MSIZE, 70 + i,
+						  &m[i]), 0);
+	}
+	assert_int_equal(tc_array_create(ctx, "zw", &o, m, N, NULL, 0, flags, &a), 0);
+	struct tc_dev_info info;
+	tc_dev_info(a, &info);
+	uint64_t size = info.size, w0 = member_writes(m);
+	assert_int_equal(tc_dev_io(a, TC_OP_DISCARD, 0, NULL, size, 0), 0);
+	assert_int_equal(tc_dev_io(a, TC_OP_WRITE_ZEROES, 0, NULL, size / 2, size / 4), 0);
+	if (flags & TC_ARRAY_ALL_WRITTEN)
+		assert_true(member_writes(m) > w0);
+	else
+		assert_int_equal(member_writes(m), w0);
+	/* A written region: the zeroes reach it, over the whole array. */
+	memset(buf, 0x77, 4096);
+	assert_int_equal(tc_dev_io(a, TC_OP_WRITE, 0, buf, 4096, 5 * CHUNK + 4096), 0);
+	w0 = member_writes(m);
+	assert_int_equal(tc_dev_io(a, TC_OP_WRITE_ZEROES, 0, NULL, size, 0), 0);
+	assert_true(member_writes(m) > w0);
+	for (uint64_t off = 0; off < size; off += CHUNK) {
+		assert_int_equal(tc_dev_io(a, TC_OP_READ, 0, buf, CHUNK, off), 0);
+		assert_memory_equal(buf, zero, CHUNK);
+	}
+	tc_dev_close(a);
+	free(buf);
+	free(zero);
+	tc_ctx_free(ctx);
+}
+
+static void test_zeroes_unwritten(void **state)
+{
+	struct fx *f = *state;
+
+	zeroes_case(f, TC_RAID5, 0);
+	zeroes_case(f, TC_RAID6, 0);
+	zeroes_case(f, TC_RAID10, 0);
+	zeroes_case(f, TC_RAID5, TC_ARRAY_ALL_WRITTEN);
+}
+
 static void test_rebuild_skips_unwritten(void **state)
 {
 	struct fx *f = *state;
@@ -1195,6 +1251,7 @@ int main(void)
 		cmocka_unit_test(test_map_codec),
 		cmocka_unit_test_setup_teardown(test_rebuild_skips_unwritten, fx_setup,
 						fx_teardown),
+		cmocka_unit_test_setup_teardown(test_zeroes_unwritten, fx_setup, fx_teardown),
 		cmocka_unit_test_setup_teardown(test_write_hole, fx_setup, fx_teardown),
 		cmocka_unit_test_setup_teardown(test_write_hole_full_stripes, fx_setup,
 						fx_teardown),
