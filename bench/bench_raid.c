@@ -39,6 +39,19 @@
  * the successor and to the member being replaced (docs/raid.md, "Replace").
  *
  *   tc-bench-raid --replace [--dir DIR] [--member-mib MIB] [--rounds N] [--seconds S]
+ *
+ * --unwritten: what the record of the regions ever written (wimap.c) saves a rebuild.
+ * The same RAID 6 of emulated HDDs, made with tc_array_create (superblocks), every 4th
+ * region written in full stripes (a file system's scattered data; the rest never
+ * written), with the record and without it (TC_ARRAY_ALL_WRITTEN, as arrays made
+ * before it), alternating: the idle rebuild of member 1 onto a spare (time, bytes read
+ * from the survivors), then 4 KiB random reads at QD 8 over the whole array for
+ * --seconds while member 2 rebuilds at priority 100; and random 4 KiB writes at QD 8
+ * for --seconds on a fresh array, where the first write to each region waits for its
+ * bit in the record (what the record costs the writes), after a discard of the whole
+ * array (mkfs's first step), which the record makes a no-op.
+ *
+ *   tc-bench-raid --unwritten [--dir DIR] [--member-mib MIB] [--rounds N] [--seconds S]
  */
 #include <errno.h>
 #include <getopt.h>
@@ -288,6 +301,129 @@ static int bench_replace(const char *dir, uint64_t msize, unsigned rounds, doubl
 	return 0;
 }
 
+/* ---- a rebuild where a quarter of the array was ever written ----------------------- */
+
+/* A RAID 6 of MEMBERS emulated HDDs with superblocks, with (@record) or without the
+ * record of the regions written; every 4th run of @region member bytes written (full
+ * stripes, 1 MiB requests); its members in @m. */
+static tc_dev *unwritten_array(tc_ctx *ctx, const char *dir, unsigned r, uint64_t msize,
+			       bool record, uint64_t *region, uint8_t *bufs, tc_dev **m)
+{
+	struct tc_array_opts ao = { .level = TC_RAID6, .chunk = 256 * KIB };
+	tc_dev *a;
+
+	for (unsigned i = 0; i < MEMBERS; i++)
+		m[i] = emu_new(ctx, emu_path(dir, r, i), msize + TC_ARRAY_DATA_OFFSET);
+	tc_dev *mm[MEMBERS];
+	memcpy(mm, m, sizeof(mm));
+	CHECK(tc_array_create(ctx, "bench", &ao, mm, MEMBERS, NULL, 0, TC_ARRAY_ASSUME_CLEAN |
+			      (record ? 0 : TC_ARRAY_ALL_WRITTEN), &a), "array");
+	struct tc_array_status st;
+	tc_array_status(a, &st);
+	if (record)
+		*region = st.written_region_size;
+	uint64_t run = *region * (MEMBERS - 2);
+	for (uint64_t off = 0; off + run <= msize * (MEMBERS - 2); off += 4 * run)
+		for (uint64_t x = 0; x < run; x += REQ)
+			CHECK(tc_dev_io(a, TC_OP_WRITE, 0, bufs, REQ, off + x), "write");
+	CHECK(tc_dev_flush(a), "flush");
+	return a;
+}
+
+static uint64_t members_read(tc_dev **m, unsigned skip)
+{
+	uint64_t n = 0;
+
+	for (unsigned i = 0; i < MEMBERS; i++) {
+		struct tc_dev_stats st;
+		if (i == skip)
+			continue;
+		tc_dev_stats(m[i], &st);
+		n += st.bytes_read;
+	}
+	return n;
+}
+
+static int bench_unwritten(const char *dir, uint64_t msize, unsigned rounds, double seconds)
+{
+	tc_ctx *ctx;
+	uint8_t *bufs = bench_setup(&ctx, QD * REQ, 0x3c);
+	double secs[2][MAX_ROUNDS], gib[2][MAX_ROUNDS], iops[2][MAX_ROUNDS];
+	double wiops[2][MAX_ROUNDS], dsecs[2][MAX_ROUNDS];
+	uint64_t region = 0, asize = msize * (MEMBERS - 2);
+	bool ended = false;
+
+	for (unsigned r = 0; r < rounds; r++)
+		for (unsigned v = 0; v < 2; v++) {      /* 0: with the record, 1: without */
+			tc_dev *m[MEMBERS];
+			tc_dev *a = unwritten_array(ctx, dir, r, msize, v == 0, &region, bufs, m);
+			struct tc_array_rebuild_opts ro = { .max_rate = UINT64_MAX,
+							    .priority = 100 };
+			CHECK(tc_array_set_rebuild(a, &ro), "rebuild rates");
+			CHECK(tc_array_add_spare(a, emu_new(ctx, emu_path(dir, r, 7),
+							    msize + TC_ARRAY_DATA_OFFSET)), "spare");
+			uint64_t read0 = members_read(m, 1), t0 = now_ns();
+			CHECK(tc_array_fail_member(a, 1), "fail");
+			CHECK(tc_array_wait(a), "rebuild");
+			secs[v][r] = (double)(now_ns() - t0) / 1e9;
+			gib[v][r] = (double)(members_read(m, 1) - read0) / (double)GIB;
+			/* The foreground during a rebuild: random reads over the whole array. */
+			CHECK(tc_array_fail_member(a, 2), "fail");
+			CHECK(tc_array_add_spare(a, emu_new(ctx, emu_path(dir, r, 8),
+							    msize + TC_ARRAY_DATA_OFFSET)), "spare");
+			double p99;
+			iops[v][r] = rand_reads(a, asize, seconds, bufs, &p99);
+			struct tc_array_status st;
+			tc_array_status(a, &st);
+			if (st.sync != TC_ARRAY_SYNC_REBUILD)
+				ended = true;
+			CHECK(tc_array_wait(a), "rebuild");
+			rebuild_close(a, dir, r);
+			remove(emu_path(dir, r, 8));
+			/* What the record costs the writes: random 4 KiB writes on a fresh
+			 * array, where each first write to a region waits for its bit. */
+			for (unsigned i = 0; i < MEMBERS; i++)
+				m[i] = emu_new(ctx, emu_path(dir, r, i), msize + TC_ARRAY_DATA_OFFSET);
+			struct tc_array_opts ao = { .level = TC_RAID6, .chunk = 256 * KIB };
+			CHECK(tc_array_create(ctx, "bench", &ao, m, MEMBERS, NULL, 0,
+					      TC_ARRAY_ASSUME_CLEAN | (v ? TC_ARRAY_ALL_WRITTEN : 0),
+					      &a), "array");
+			/* mkfs's first step: discard the whole device. */
+			t0 = now_ns();
+			CHECK(tc_dev_io(a, TC_OP_DISCARD, 0, NULL, asize, 0), "discard");
+			dsecs[v][r] = (double)(now_ns() - t0) / 1e9;
+			struct bench_qd_job j = { .dev = a, .op = TC_OP_WRITE, .size = asize,
+						  .len = 4 * KIB, .random = true,
+						  .seconds = seconds, .qd = QD, .bufs = bufs };
+			bench_qd_run(&j);
+			wiops[v][r] = (double)j.requests / ((double)j.wall_ns / 1e9);
+			rebuild_close(a, dir, r);
+		}
+	if (ended)
+		fprintf(stderr, BENCH_NAME ": a rebuild ended within the read run; lengthen "
+			"--member-mib\n");
+	double s0 = bench_median(secs[0], rounds), s1 = bench_median(secs[1], rounds);
+	double g0 = bench_median(gib[0], rounds), g1 = bench_median(gib[1], rounds);
+	double i0 = bench_median(iops[0], rounds), i1 = bench_median(iops[1], rounds);
+	printf("RAID 6 of %u emulated HDDs (profile hdd), chunk 256 KiB, %" PRIu64 " MiB "
+	       "members, every 4th region of %" PRIu64 " MiB written, %u rounds\n", MEMBERS,
+	       msize / MIB, region / MIB, rounds);
+	printf("  idle rebuild: with the record of regions written %.1f s, survivors read "
+	       "%.2f GiB; without %.1f s, %.2f GiB (time %.2f, reads %.2f)\n", s0, g0, s1, g1,
+	       s0 / s1, g0 / g1);
+	double w0 = bench_median(wiops[0], rounds), w1 = bench_median(wiops[1], rounds);
+	printf("  random 4 KiB reads QD %u during a rebuild at priority 100: with %.0f IOPS, "
+	       "without %.0f (%.2f)\n", QD, i0, i1, i0 / i1);
+	double d0 = bench_median(dsecs[0], rounds), d1 = bench_median(dsecs[1], rounds);
+	printf("  discard of the whole fresh array (as mkfs does): with %.3f s, without %.1f s "
+	       "(%.4f)\n", d0, d1, d0 / d1);
+	printf("  random 4 KiB writes QD %u on a fresh array (first writes to every region): "
+	       "with %.0f IOPS, without %.0f (%.2f)\n", QD, w0, w1, w0 / w1);
+	free(bufs);
+	tc_ctx_free(ctx);
+	return 0;
+}
+
 /* ---- uncached RAID 6 of emulated HDDs ------------------------------------------------ */
 
 #define HDD_RAND_QD 16u
@@ -401,10 +537,14 @@ static void usage(void)
 	       "               reads and writes, and reads with one and two members lost\n"
 	       "  --replace    instead: random 4 KiB write IOPS of that RAID 6, healthy and\n"
 	       "               during a replace of a member held at 90 %% of its copy\n"
-	       "  --dir DIR    --rebuild, --hdd, --replace: folder of the emulated HDDs' files\n"
+	       "  --unwritten  instead: that RAID 6 with a quarter of its regions written,\n"
+	       "               with and without the record of the regions written: rebuild\n"
+	       "               time, bytes read from the survivors, random read IOPS during\n"
+	       "               a rebuild\n"
+	       "  --dir DIR    the modes above: folder of the emulated HDDs' files\n"
 	       "               (default /tmp)\n"
-	       "  --member-mib MIB  --rebuild, --hdd, --replace: member size (default 256)\n"
-	       "  --seconds S  --rebuild, --hdd, --replace: length of each run (default 3)\n"
+	       "  --member-mib MIB  the modes above: member size (default 256)\n"
+	       "  --seconds S  the modes above: length of each run (default 3)\n"
 	       "  --depth N    --rebuild: rebuild windows in flight (default 0: the library's)\n",
 	       MEMBERS, QD, MAX_ROUNDS, MEMBERS, MEMBERS);
 }
@@ -418,6 +558,7 @@ int main(int argc, char **argv)
 		{ "rebuild", no_argument, NULL, 'R' },
 		{ "hdd", no_argument, NULL, 'H' },
 		{ "replace", no_argument, NULL, 'P' },
+		{ "unwritten", no_argument, NULL, 'U' },
 		{ "dir", required_argument, NULL, 'd' },
 		{ "member-mib", required_argument, NULL, 'm' },
 		{ "seconds", required_argument, NULL, 't' },
@@ -426,7 +567,7 @@ int main(int argc, char **argv)
 	};
 	uint64_t size_mib = 256, member_mib = 256;
 	unsigned rounds = 5, depth = 0;
-	bool rebuild = false, hdd = false, replace = false;
+	bool rebuild = false, hdd = false, replace = false, unwritten = false;
 	const char *dir = "/tmp";
 	double seconds = 3;
 	int c;
@@ -441,6 +582,9 @@ int main(int argc, char **argv)
 			break;
 		case 'P':
 			replace = true;
+			break;
+		case 'U':
+			unwritten = true;
 			break;
 		case 'd':
 			dir = optarg;
@@ -480,6 +624,8 @@ int main(int argc, char **argv)
 		return bench_hdd(dir, member_mib * MIB, rounds, seconds);
 	if (replace)
 		return bench_replace(dir, member_mib * MIB, rounds, seconds);
+	if (unwritten)
+		return bench_unwritten(dir, member_mib * MIB, rounds, seconds);
 	if (rebuild)
 		return bench_rebuild(dir, member_mib * MIB, rounds, seconds, depth);
 	uint64_t size = size_mib * MIB;
