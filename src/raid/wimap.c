@@ -791,34 +791,33 @@ void raid_map_resync_done(struct tc_array *a)
 	pthread_mutex_unlock(&mp->lock);
 }
 
-void raid_map_counts(struct tc_array *a, uint64_t *regions, uint64_t *dirty,
-		     uint64_t *region_bytes)
+/* Of plane @plane (RAID_MAP_INTENT or RAID_MAP_WRITTEN): regions, bits set, region
+ * bytes; zeros without that plane. */
+static void plane_counts(struct tc_array *a, unsigned plane, uint64_t *regions,
+			 uint64_t *set, uint64_t *region_bytes)
 {
 	struct raid_map *mp = a->map;
 
-	*regions = *dirty = *region_bytes = 0;
-	if (!mp || !has_intent(mp))
+	*regions = *set = *region_bytes = 0;
+	if (!mp || !(mp->planes & plane))
 		return;
 	pthread_mutex_lock(&mp->lock);
 	*regions = mp->nregions;
-	*dirty = mp->ndirty;
+	*set = plane == RAID_MAP_INTENT ? mp->ndirty : mp->nwritten;
 	*region_bytes = 1ull << mp->shift;
 	pthread_mutex_unlock(&mp->lock);
+}
+
+void raid_map_counts(struct tc_array *a, uint64_t *regions, uint64_t *dirty,
+		     uint64_t *region_bytes)
+{
+	plane_counts(a, RAID_MAP_INTENT, regions, dirty, region_bytes);
 }
 
 void raid_map_written_counts(struct tc_array *a, uint64_t *regions, uint64_t *written,
 			     uint64_t *region_bytes)
 {
-	struct raid_map *mp = a->map;
-
-	*regions = *written = *region_bytes = 0;
-	if (!mp || !has_written(mp))
-		return;
-	pthread_mutex_lock(&mp->lock);
-	*regions = mp->nregions;
-	*written = mp->nwritten;
-	*region_bytes = 1ull << mp->shift;
-	pthread_mutex_unlock(&mp->lock);
+	plane_counts(a, RAID_MAP_WRITTEN, regions, written, region_bytes);
 }
 
 void raid_map_close(struct tc_array *a, bool clean)

@@ -254,9 +254,10 @@ static int fx_teardown(void **state)
 }
 
 /* A fresh array @name of @n crash devices over the fixture's files (seeds @seed,
- * @seed + 1, ...), created with @o; its members in @m. */
-static tc_dev *crash_array(struct fx *f, tc_ctx *ctx, const struct tc_array_opts *o,
-			   unsigned n, uint64_t seed, const char *name, tc_dev **m)
+ * @seed + 1, ...), created with @o and the TC_ARRAY_* @flags; its members in @m. */
+static tc_dev *crash_array_flags(struct fx *f, tc_ctx *ctx, const struct tc_array_opts *o,
+				 unsigned n, uint64_t seed, const char *name, unsigned flags,
+				 tc_dev **m)
 {
 	tc_dev *a;
 	for (unsigned i = 0; i < n; i++) {
@@ -264,8 +265,14 @@ static tc_dev *crash_array(struct fx *f, tc_ctx *ctx, const struct tc_array_opts
 		assert_int_equal(tc_dev_new_crash(ctx, f->path[i], TC_DEV_CREATE, MSIZE, seed + i,
 						  &m[i]), 0);
 	}
-	assert_int_equal(tc_array_create(ctx, name, o, m, n, NULL, 0, 0, &a), 0);
+	assert_int_equal(tc_array_create(ctx, name, o, m, n, NULL, 0, flags, &a), 0);
 	return a;
+}
+
+static tc_dev *crash_array(struct fx *f, tc_ctx *ctx, const struct tc_array_opts *o,
+			   unsigned n, uint64_t seed, const char *name, tc_dev **m)
+{
+	return crash_array_flags(f, ctx, o, n, seed, name, 0, m);
 }
 
 static uint8_t val_a(uint64_t off)
@@ -1094,12 +1101,7 @@ static void unwritten_case(struct fx *f, enum tc_raid_level_id level,
 
 	assert_non_null(buf);
 	assert_non_null(want);
-	for (unsigned i = 0; i < N; i++) {
-		unlink(f->path[i]);
-		assert_int_equal(tc_dev_new_crash(ctx, f->path[i], TC_DEV_CREATE, MSIZE, 60 + i,
-						  &m[i]), 0);
-	}
-	assert_int_equal(tc_array_create(ctx, "uw", &o, m, N, NULL, 0, flags, &a), 0);
+	a = crash_array_flags(f, ctx, &o, N, 60, "uw", flags, m);
 	assert_int_equal(tc_array_status(a, &st), 0);
 	assert_int_equal(st.written_map_regions, tracked ? DATA / CHUNK : 0);
 	assert_int_equal(st.written_regions, 0);
@@ -1193,12 +1195,7 @@ static void zeroes_case(struct fx *f, enum tc_raid_level_id level, unsigned flag
 
 	assert_non_null(buf);
 	assert_non_null(zero);
-	for (unsigned i = 0; i < N; i++) {
-		unlink(f->path[i]);
-		assert_int_equal(tc_dev_new_crash(ctx, f->path[i], TC_DEV_CREATE, MSIZE, 70 + i,
-						  &m[i]), 0);
-	}
-	assert_int_equal(tc_array_create(ctx, "zw", &o, m, N, NULL, 0, flags, &a), 0);
+	a = crash_array_flags(f, ctx, &o, N, 70, "zw", flags, m);
 	struct tc_dev_info info;
 	tc_dev_info(a, &info);
 	uint64_t size = info.size, w0 = member_writes(m);
