@@ -1091,23 +1091,19 @@ int array_near_redundancy(const struct tc_array *a, unsigned copies, uint32_t fa
  * Submit and close.
  */
 
-/* Whether @io (WRITE_ZEROES or DISCARD) lies wholly in regions never written, whose
- * members hold zeros already (wimap.c): then there is nothing to do.  mkfs discards a
- * whole new device; on RAID 5/6 a discard is a write of zeros (parity included), and
- * it would otherwise write every byte of every member. */
-static bool array_zeros_already(struct tc_array *a, const struct tc_io *io)
+/* Whether array bytes [@off, @off + @len) lie wholly in regions never written, whose
+ * members hold zeros already (wimap.c). */
+static bool array_unwritten(struct tc_array *a, uint64_t off, uint64_t len)
 {
-	uint64_t lo, hi, last = io->offset + io->length - 1;
+	uint64_t lo, hi, last = off + len - 1;
 
-	if (!a->map || !io->length)
-		return false;
 	if (a->level->parity) {
 		uint64_t stripe = a->chunk * (a->n - a->level->parity);
-		lo = (io->offset / stripe) << a->chunk_shift;
+		lo = (off / stripe) << a->chunk_shift;
 		hi = (last / stripe + 1) << a->chunk_shift;
-	} else if (a->level->map) {
+	} else {
 		struct raid_extent first, end;
-		a->level->map(a, io->offset, 1, &first);
+		a->level->map(a, off, 1, &first);
 		a->level->map(a, last, 1, &end);
 		lo = UINT64_MAX;
 		hi = 0;
@@ -1117,10 +1113,101 @@ static bool array_zeros_already(struct tc_array *a, const struct tc_io *io)
 		for (unsigned i = 0; i < end.ncopies; i++)
 			if (end.copy[i].offset + 1 > hi)
 				hi = end.copy[i].offset + 1;
-	} else {
-		return false;
 	}
 	return raid_map_unwritten(a, lo, hi);
+}
+
+/* A WRITE_ZEROES or DISCARD cut into the runs that reach written regions. */
+struct zsplit {
+	struct tc_array *a;
+	struct tc_io *parent;
+	atomic_uint left;
+	atomic_int result;
+	struct tc_io child[];
+};
+
+static void zsplit_child_done(struct tc_io *io, int result)
+{
+	struct zsplit *z = io->private_data;
+	int zero = 0;
+
+	if (result < 0)
+		atomic_compare_exchange_strong(&z->result, &zero, result);
+	if (atomic_fetch_sub(&z->left, 1) != 1)
+		return;
+	/* The children went through array_complete() (held for the superblocks if
+	 * need be; a failed one counts in the array's errors, as the parent does);
+	 * the parent completes as a device request does. */
+	tc_dev_complete_later(&z->a->dev, z->parent, atomic_load(&z->result));
+	free(z);
+}
+
+/* WRITE_ZEROES and DISCARD skip the regions never written: their members hold zeros.
+ * mkfs discards a whole new device, and on RAID 5/6 a discard is a write of zeros
+ * (parity included): it wrote every byte of every member, and the record then said
+ * every region was written.  The request is walked in units no region boundary
+ * crosses (a region's rows of stripes; a chunk on the mapped levels, whose copies'
+ * rows follow each other) and cut into runs; the runs that reach written regions go
+ * to the level as requests of their own.  Returns false when @io is to go on whole. */
+static bool array_zeroes_split(struct tc_array *a, struct tc_io *io)
+{
+	uint64_t regions, written, rbytes;
+
+	raid_map_written_counts(a, &regions, &written, &rbytes);
+	if (!regions || written == regions || !io->length)
+		return false;
+	uint64_t unit = a->level->parity ? (rbytes >> a->chunk_shift) * a->chunk *
+			(a->n - a->level->parity) : a->chunk;
+	uint64_t end = io->offset + io->length;
+	struct { uint64_t lo, hi; } *run = NULL;
+	unsigned nruns = 0, cap = 0;
+	for (uint64_t x = io->offset; x < end;) {
+		uint64_t next = (x / unit + 1) * unit;
+		if (next > end)
+			next = end;
+		if (!array_unwritten(a, x, next - x)) {
+			if (nruns && run[nruns - 1].hi == x) {
+				run[nruns - 1].hi = next;
+			} else {
+				if (nruns == cap) {
+					cap = cap ? 2 * cap : 8;
+					void *p = realloc(run, cap * sizeof(*run));
+					if (!p) {
+						free(run);
+						return false;   /* whole, as without the record */
+					}
+					run = p;
+				}
+				run[nruns].lo = x;
+				run[nruns++].hi = next;
+			}
+		}
+		x = next;
+	}
+	if (nruns == 0) {
+		array_complete(a, io, 0);
+		return true;
+	}
+	struct zsplit *z = NULL;
+	if (nruns > 1 || run[0].lo != io->offset || run[0].hi != end)
+		z = calloc(1, sizeof(*z) + nruns * sizeof(z->child[0]));
+	if (!z) {
+		free(run);
+		return false;           /* one run: the whole request; or no memory */
+	}
+	z->a = a;
+	z->parent = io;
+	atomic_init(&z->left, nruns);
+	atomic_init(&z->result, 0);
+	for (unsigned i = 0; i < nruns; i++)
+		z->child[i] = (struct tc_io){ .op = io->op, .flags = io->flags, .prio = io->prio,
+					      .offset = run[i].lo,
+					      .length = run[i].hi - run[i].lo,
+					      .done = zsplit_child_done, .private_data = z };
+	free(run);
+	for (unsigned i = 0; i < nruns; i++)
+		a->level->submit(a, &z->child[i]);
+	return true;
 }
 
 static void array_submit(struct tc_dev *dev, struct tc_io *io)
@@ -1133,9 +1220,9 @@ static void array_submit(struct tc_dev *dev, struct tc_io *io)
 		array_complete(a, io, -EIO);
 	else if (io->op == TC_OP_FLUSH)
 		array_flush(a, io);
-	else if ((io->op == TC_OP_DISCARD || io->op == TC_OP_WRITE_ZEROES) &&
-		 array_zeros_already(a, io))
-		array_complete(a, io, 0);
+	else if ((io->op == TC_OP_DISCARD || io->op == TC_OP_WRITE_ZEROES) && a->map &&
+		 (a->level->parity || a->level->map) && array_zeroes_split(a, io))
+		;       /* skipped, or cut around the regions never written */
 	else
 		a->level->submit(a, io);
 	array_submit_depth--;
