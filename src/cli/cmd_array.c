@@ -302,7 +302,11 @@ int cmd_create_array(int argc, char **argv, const char *help)
 				   .consistency = consistency };
 	tc_dev *a;
 	int r = tc_array_create(ctx, name, &o, m, n, s, nspares,
-				(force ? TC_ARRAY_FORCE : 0) | (clean ? TC_ARRAY_ASSUME_CLEAN : 0),
+				/* mdadm's --assume-clean: also over members that hold an
+				 * array's data (re-creating it), so no region may count as
+				 * never written, or a rebuild would write zeros over it. */
+				(force ? TC_ARRAY_FORCE : 0) |
+				(clean ? TC_ARRAY_ASSUME_CLEAN | TC_ARRAY_ALL_WRITTEN : 0),
 				&a);
 	if (r) {
 		tc_ctx_free(ctx);
