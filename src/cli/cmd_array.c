@@ -406,8 +406,9 @@ static const char help[] =
 "    written and the other members record it.  When a member is faulty already, the\n"
 "    spare takes its slot at once and a rebuild starts; otherwise it waits for the\n"
 "    next failure.  Refused: a device that holds any superblock (a file system, a\n"
-"    tiercache cache, backing or array member) unless --force, a device the server\n"
-"    uses already, a device smaller than the members' used size, a RAID 0.\n"
+"    tiercache cache, backing or array member) or data of no known format in its\n"
+"    first 16 KiB, unless --force; a device the server uses already, a device smaller\n"
+"    than the members' used size, a RAID 0.\n"
 "\n"
 "    `array remove NAME MEMBER` takes a spare, a faulty member, or a member retired\n"
 "    by a spare or a replace out of the array and closes it (MEMBER: its device as\n"
@@ -628,9 +629,20 @@ static int array_fail(int argc, char **argv, const char *control, bool json, boo
 		/* The device failed (a hot spare may hold the slot by now). */
 		int red = jr && json_object_get_int(jr) > 0 ? json_object_get_int(jr) : 0;
 		printf("array %s: member %" PRIu64 " (%s) %s; the array is %s (survives %d more "
-		       "member failure%s)\n", name, slot, cli_jstr(res, "failed_device"),
+		       "member failure%s)", name, slot, cli_jstr(res, "failed_device"),
 		       was ? "was already faulty" : "marked faulty", cli_jstr(res, "state"),
 		       red, red == 1 ? "" : "s");
+		/* A hot spare that took the slot. */
+		json_object *ms = NULL;
+		json_object_object_get_ex(res, "members", &ms);
+		for (size_t i = 0; ms && i < json_object_array_length(ms); i++) {
+			json_object *m = json_object_array_get_idx(ms, i);
+			if (cli_ju64(m, "slot") == slot && strcmp(cli_jstr(m, "device"),
+								 cli_jstr(res, "failed_device")))
+				printf("; spare %s took the slot (%s)", cli_jstr(m, "device"),
+				       cli_jstr(m, "state"));
+		}
+		printf("\n");
 	}
 	json_object_put(resp);
 	return TC_EXIT_OK;

@@ -74,6 +74,8 @@ VER=$BG
 ctl array fail r5 d1 >fail.txt
 # The device failed is named, not the spare that took its slot.
 grep -q "^array r5: member 1 ($T/d1) marked faulty" fail.txt || fail "array fail: $(cat fail.txt)"
+# ... and so is the spare that took it.
+grep -q "; spare $T/s0 took the slot (rebuilding)$" fail.txt || fail "array fail: $(cat fail.txt)"
 ctl array status --json r5 >rb.json
 [ "$(json_get rb.json arrays 0 members slot=1 device)" = "$T/s0" ] || fail "spare not in slot 1"
 [ "$(json_get rb.json arrays 0 members slot=1 state)" = rebuilding ] || fail "not rebuilding: $(cat rb.json)"
