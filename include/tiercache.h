@@ -1470,7 +1470,9 @@ int tc_raid_level_parse(const char *s);
 #define TC_ARRAY_READONLY 0x2u     /* assemble: write nothing, ever (inspection); the
                                     * members should be opened TC_DEV_READONLY too */
 #define TC_ARRAY_ASSUME_CLEAN 0x4u /* create: the members' data areas already agree
-                                    * (all zeros): skip zeroing them */
+                                    * (all zeros, or an array's data when it is
+                                    * re-created over its members): write nothing
+                                    * there.  With data, add TC_ARRAY_ALL_WRITTEN */
 #define TC_ARRAY_ALL_WRITTEN 0x8u  /* create: keep no record of the regions written
                                     * (as arrays made before that record): every
                                     * rebuild then reconstructs the whole members.

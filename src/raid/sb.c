@@ -1126,12 +1126,14 @@ int tc_array_create(tc_ctx *ctx, const char *name, const struct tc_array_opts *o
 	/* The metadata area below the data (an old cache's superblock copy at 8 KiB
 	 * would outlive ours), and our own older superblocks at the start of the data
 	 * area (a backing's, a cache's), which would otherwise show through on the new
-	 * array. */
+	 * array; not with TC_ARRAY_ASSUME_CLEAN, which may re-create an array over its
+	 * own members (mdadm's --assume-clean): their data, a backing's superblock
+	 * first, is what the new array is to hold. */
 	for (unsigned i = 0; i < nall && !r; i++) {
 		uint64_t len = member_size < 65536 ? member_size : 65536;
 		r = tc_dev_io(all[i], TC_OP_WRITE_ZEROES, 0, NULL,
 			      RAID_SB_DATA_OFFSET - 2 * RAID_SB_SIZE, 2 * RAID_SB_SIZE);
-		if (!r && i < n)
+		if (!r && i < n && !(flags & TC_ARRAY_ASSUME_CLEAN))
 			r = tc_dev_io(all[i], TC_OP_WRITE_ZEROES, 0, NULL, len,
 				      RAID_SB_DATA_OFFSET);
 		if (r)

@@ -815,6 +815,39 @@ static void test_failure_recorded_before_ack(void **state)
 	free(buf);
 }
 
+/* Re-creating an array over its own members in their order, as mdadm --create
+ * --assume-clean recovers one whose superblocks were lost: with TC_ARRAY_ASSUME_CLEAN
+ * and TC_ARRAY_ALL_WRITTEN (the command's --assume-clean) the data areas are left as
+ * they were, the start included (a backing's superblock lives there), and a rebuild
+ * afterwards reconstructs them instead of writing zeros. */
+static void test_recreate_keeps_data(void **state)
+{
+	struct fx *f = *state;
+	const unsigned idx[] = { 0, 1, 2 }, sp[] = { 3 };
+	size_t len = 1u << 20;
+	uint8_t *buf = aligned_alloc(4096, len), *back = aligned_alloc(4096, len);
+	tc_dev *a;
+
+	fill(buf, len, 17);
+	assert_int_equal(create(f, "rc", TC_RAID5, 64 << 10, idx, 3, NULL, 0, 0, &a), 0);
+	assert_int_equal(tc_dev_pwrite(a, buf, len, 0, 0), 0);
+	tc_dev_close(a);
+	assert_int_equal(create(f, "rc", TC_RAID5, 64 << 10, idx, 3, sp, 1, TC_ARRAY_FORCE |
+				TC_ARRAY_ASSUME_CLEAN | TC_ARRAY_ALL_WRITTEN, &a), 0);
+	assert_int_equal(tc_dev_pread(a, back, len, 0), 0);
+	assert_memory_equal(back, buf, len);
+	/* A member lost: the spare is rebuilt from the data, and then holds it. */
+	assert_int_equal(tc_array_fail_member(a, 0), 0);
+	assert_int_equal(tc_array_wait(a), 0);
+	assert_int_equal(tc_array_fail_member(a, 1), 0);
+	memset(back, 0, len);
+	assert_int_equal(tc_dev_pread(a, back, len, 0), 0);
+	assert_memory_equal(back, buf, len);
+	tc_dev_close(a);
+	free(buf);
+	free(back);
+}
+
 static void test_sizes(void **state)
 {
 	struct fx *f = *state;
@@ -850,6 +883,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_spec, fx_setup, fx_teardown),
 		cmocka_unit_test_setup_teardown(test_rebuild_checkpoint_spares, fx_setup,
 						fx_teardown),
+		cmocka_unit_test_setup_teardown(test_recreate_keeps_data, fx_setup, fx_teardown),
 		cmocka_unit_test_setup_teardown(test_failure_recorded_before_ack, fx_setup,
 						fx_teardown),
 		cmocka_unit_test_setup_teardown(test_sizes, fx_setup, fx_teardown),
