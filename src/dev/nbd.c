@@ -14,7 +14,13 @@
  * A request becomes one NBD command per iovec element, each split at the server's
  * maximum block size, all in flight at once; the request completes when the last does
  * (io->internal[0] counts them, internal[1] keeps the first error; both are ours until
- * completion).  What the server lacks is done here: FUA as write + FLUSH, write-zeroes
+ * completion).  A command's count goes in its callback's free function, which libnbd
+ * calls exactly once for every command it was handed: one that ran, one aborted when
+ * the connection died, and one the aio call refused.  (Counting in the completion
+ * callback and dropping the count of a refused command went wrong when the send
+ * inside the aio call failed: libnbd then both aborted the command, calling its
+ * callback, and returned -1, so the count went twice and the request never completed;
+ * test_dev_nbd's connection-loss case hung in clean-clone runs.)  What the server lacks is done here: FUA as write + FLUSH, write-zeroes
  * as writes of zeros, discard as nothing (a hint); a read-only export refuses writes
  * with -EROFS.  The device's identity is its URI: there is no file to lock, so
  * TC_DEV_EXCLUSIVE cannot be enforced here (the server may be shared).
@@ -268,8 +274,9 @@ static void *nbd_thread_main(void *arg)
 	return NULL;
 }
 
-/* io->internal[0] while the FLUSH that completes an emulated FUA write is in flight. */
-#define NBD_FLUSH_PHASE UINT64_MAX
+/* Set in io->internal[0] while the FLUSH that completes an emulated FUA write is in
+ * flight (the low bits count as before). */
+#define NBD_FLUSH_PHASE (1ull << 63)
 
 /* libnbd calls completion callbacks with the handle's lock held, where no libnbd call
  * on the handle is allowed; whoever gets the request on, the engine, would make one.
@@ -294,14 +301,21 @@ static void nbd_set_error(struct tc_io *io, int err)
 static int nbd_cmd_done(void *opaque, int *error)
 {
 	struct tc_io *io = opaque;
-	struct nbd_dev *ndev = (struct nbd_dev *)(uintptr_t)io->internal[2];
 
 	if (*error)
 		nbd_set_error(io, nbd_errno(*error));
-	if (__atomic_load_n(&io->internal[0], __ATOMIC_ACQUIRE) == NBD_FLUSH_PHASE ||
-	    __atomic_sub_fetch(&io->internal[0], 1, __ATOMIC_ACQ_REL) == 0)
-		nbd_queue_done(ndev, io);
 	return 1;   /* retire the command */
+}
+
+/* libnbd is done with a command of @io (after its callback, if that ran): its count
+ * goes; the last one queues @io for completion. */
+static void nbd_cmd_free(void *opaque)
+{
+	struct tc_io *io = opaque;
+	struct nbd_dev *ndev = (struct nbd_dev *)(uintptr_t)io->internal[2];
+
+	if ((__atomic_sub_fetch(&io->internal[0], 1, __ATOMIC_ACQ_REL) & ~NBD_FLUSH_PHASE) == 0)
+		nbd_queue_done(ndev, io);
 }
 
 /* Every command of @io is done: complete it (@later: through the context, when called
@@ -310,17 +324,21 @@ static void nbd_finish(struct nbd_dev *ndev, struct tc_io *io, bool later)
 {
 	int res = (int)__atomic_load_n((int64_t *)&io->internal[1], __ATOMIC_ACQUIRE);
 
-	if (__atomic_load_n(&io->internal[0], __ATOMIC_ACQUIRE) != NBD_FLUSH_PHASE &&
+	if (!(__atomic_load_n(&io->internal[0], __ATOMIC_ACQUIRE) & NBD_FLUSH_PHASE) &&
 	    res == 0 && (io->flags & TC_IO_FUA) &&
 	    !ndev->can_fua && ndev->can_flush &&
 	    (io->op == TC_OP_WRITE || io->op == TC_OP_WRITE_ZEROES)) {
-		nbd_completion_callback cb = { .callback = nbd_cmd_done, .user_data = io };
-		__atomic_store_n(&io->internal[0], NBD_FLUSH_PHASE, __ATOMIC_RELEASE);
-		if (nbd_aio_flush(ndev->h, cb, 0) >= 0) {
-			nbd_kick(ndev);
+		nbd_completion_callback cb = { .callback = nbd_cmd_done, .user_data = io,
+					       .free = nbd_cmd_free };
+		/* One count for the FLUSH (its free), one held here meanwhile. */
+		__atomic_store_n(&io->internal[0], NBD_FLUSH_PHASE | 2, __ATOMIC_RELEASE);
+		if (nbd_aio_flush(ndev->h, cb, 0) < 0)
+			nbd_set_error(io, nbd_last_errno());
+		nbd_kick(ndev);
+		if ((__atomic_sub_fetch(&io->internal[0], 1, __ATOMIC_ACQ_REL) &
+		     ~NBD_FLUSH_PHASE) != 0)
 			return;
-		}
-		res = nbd_last_errno();
+		res = (int)__atomic_load_n((int64_t *)&io->internal[1], __ATOMIC_ACQUIRE);
 	}
 	if (res < 0)
 		tc_err(ndev->dev.ctx, "nbd %s: op %u at %" PRIu64 " length %" PRIu64 ": %s",
@@ -350,7 +368,8 @@ static void nbd_drain(struct nbd_dev *ndev)
 static int nbd_issue(struct nbd_dev *ndev, struct tc_io *io, void *buf, uint64_t len,
 		     uint64_t off)
 {
-	nbd_completion_callback cb = { .callback = nbd_cmd_done, .user_data = io };
+	nbd_completion_callback cb = { .callback = nbd_cmd_done, .user_data = io,
+				       .free = nbd_cmd_free };
 	uint32_t fua = (io->flags & TC_IO_FUA) && ndev->can_fua ? LIBNBD_CMD_FLAG_FUA : 0;
 	int64_t r = -1;
 
@@ -431,8 +450,9 @@ static void nbd_submit_async(struct nbd_dev *ndev, struct tc_io *io)
 	int r = nbd_pieces(ndev, io, nbd_issue, &issued);
 	if (r < 0) {
 		nbd_set_error(io, r);
-		/* The commands never queued will never complete: drop their counts. */
-		__atomic_sub_fetch(&io->internal[0], count - issued, __ATOMIC_ACQ_REL);
+		/* The command refused gave its count back through its free; the ones after
+		 * it were never handed to libnbd: drop their counts. */
+		__atomic_sub_fetch(&io->internal[0], count - issued - 1, __ATOMIC_ACQ_REL);
 	}
 	nbd_kick(ndev);
 	if (__atomic_sub_fetch(&io->internal[0], 1, __ATOMIC_ACQ_REL) == 0)
