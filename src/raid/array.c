@@ -987,6 +987,20 @@ static void map_write_lock(void *arg)
 		map_write(s);
 }
 
+/* The member bytes the copies of @e cover: [*@lo, *@hi) from the lowest copy's offset
+ * to the highest copy's end (the near layout puts them on one row or two). */
+static void ext_span(const struct raid_extent *e, uint64_t *lo, uint64_t *hi)
+{
+	*lo = UINT64_MAX;
+	*hi = 0;
+	for (unsigned i = 0; i < e->ncopies; i++) {
+		if (e->copy[i].offset < *lo)
+			*lo = e->copy[i].offset;
+		if (e->copy[i].offset + e->len > *hi)
+			*hi = e->copy[i].offset + e->len;
+	}
+}
+
 void array_submit_mapped(struct tc_array *a, struct tc_io *io)
 {
 	struct map_req *r = malloc(sizeof(*r));
@@ -1026,13 +1040,8 @@ void array_submit_mapped(struct tc_array *a, struct tc_io *io)
 		} else if (a->copies > 1) {
 			s->lk.key = (io->offset + done) >> a->chunk_shift;
 			if (a->map) {
-				uint64_t lo = UINT64_MAX, hi = 0;
-				for (unsigned i = 0; i < ext.ncopies; i++) {
-					if (ext.copy[i].offset < lo)
-						lo = ext.copy[i].offset;
-					if (ext.copy[i].offset + ext.len > hi)
-						hi = ext.copy[i].offset + ext.len;
-				}
+				uint64_t lo, hi;
+				ext_span(&ext, &lo, &hi);
 				s->mapped = true;
 				s->map_lo = lo;
 				s->map_len = hi - lo;
@@ -1102,17 +1111,13 @@ static bool array_unwritten(struct tc_array *a, uint64_t off, uint64_t len)
 		lo = (off / stripe) << a->chunk_shift;
 		hi = (last / stripe + 1) << a->chunk_shift;
 	} else {
+		/* The near layout's copies move forward with the offset. */
 		struct raid_extent first, end;
+		uint64_t unused;
 		a->level->map(a, off, 1, &first);
 		a->level->map(a, last, 1, &end);
-		lo = UINT64_MAX;
-		hi = 0;
-		for (unsigned i = 0; i < first.ncopies; i++)
-			if (first.copy[i].offset < lo)
-				lo = first.copy[i].offset;
-		for (unsigned i = 0; i < end.ncopies; i++)
-			if (end.copy[i].offset + 1 > hi)
-				hi = end.copy[i].offset + 1;
+		ext_span(&first, &lo, &unused);
+		ext_span(&end, &unused, &hi);
 	}
 	return raid_map_unwritten(a, lo, hi);
 }

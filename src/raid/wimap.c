@@ -452,7 +452,9 @@ bool raid_map_start(struct tc_array *a, uint64_t moff, uint64_t len,
 
 	pthread_mutex_lock(&mp->lock);
 	for (uint64_t r = first; r <= last && r < mp->nregions; r++) {
-		mp->inflight[r]++;
+		/* Writes in flight matter to the write-intent daemon only. */
+		if (intent)
+			mp->inflight[r]++;
 		if (intent && !bit_get(mp->bits, r)) {
 			bit_put(mp->bits, r, true);
 			mp->changed[r / RAID_MAP_BITS_PER_BLOCK] = true;
@@ -496,8 +498,10 @@ void raid_map_end(struct tc_array *a, uint64_t moff, uint64_t len)
 {
 	struct raid_map *mp = a->map;
 	uint64_t first = moff >> mp->shift, last = (moff + len - 1) >> mp->shift;
-	uint64_t now = tc_ctx_now(a->dev.ctx);
 
+	if (!has_intent(mp))
+		return;         /* the written plane has nothing to do when a write ends */
+	uint64_t now = tc_ctx_now(a->dev.ctx);
 	pthread_mutex_lock(&mp->lock);
 	for (uint64_t r = first; r <= last && r < mp->nregions; r++) {
 		mp->inflight[r]--;
