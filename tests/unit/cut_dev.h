@@ -1,9 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * cut_dev.h - the power-cut tests' cutter (test_mgmt_cut.c, test_array_cut.c): a
- * device layer over an inner device (a crash device) that lets a budget of requests
- * through, counted over every cutter sharing the budget, and fails every later one
- * with -EIO, as a power failure would.  The inner device is not owned: the test
+ * cut_dev.h - the power-cut tests' cutter (test_mgmt_cut.c, test_array_cut.c,
+ * test_pool_cut.c): a device layer over an inner device (a crash device) that lets a
+ * budget of requests through, counted over every cutter sharing the budget, and fails
+ * every later one with -EIO, as a power failure would.  The inner device is not owned: the test
  * closes it after the cutter (after tc_crash_power_cut on it).  Needs cmocka.h,
  * dev.h and tiercache.h included first.
  */
@@ -69,11 +69,18 @@ static inline void cut_budget_start(struct cut_budget *b, uint64_t n)
 	atomic_store(&b->limit, n);
 }
 
+/* cut_budget_within - whether the requests since cut_budget_start(b, n) stayed within
+ * its @n (the power has not failed yet). */
+static inline bool cut_budget_within(struct cut_budget *b, uint64_t n)
+{
+	return atomic_load(&b->used) <= n;
+}
+
 /* cut_budget_done - the power fails now: nothing more passes.  Returns whether the
  * operation run since cut_budget_start(b, n) stayed within its @n requests. */
 static inline bool cut_budget_done(struct cut_budget *b, uint64_t n)
 {
-	bool within = atomic_load(&b->used) <= n;
+	bool within = cut_budget_within(b, n);
 	atomic_store(&b->limit, 0);
 	return within;
 }
