@@ -871,6 +871,12 @@ struct tc_host_opts {
 	uint64_t crash_seed;      /* seed of "crash:" devices */
 	bool fault_injection;     /* open every device under a fault layer (tc_dev_new_fault),
 	                           * so tc_host_fault() can fail it: for tests and drills */
+	/* For tests (power cuts counted over every device): called with each device the
+	 * host opens, after the fault layer; it may replace *@dev with a layer over it,
+	 * which then owns the device it replaced.  Returns 0, or a negative errno: *@dev
+	 * left as it was, the host closes it and the open fails with that error. */
+	int (*wrap_dev)(void *opaque, tc_dev **dev);
+	void *wrap_opaque;
 };
 
 /*

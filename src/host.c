@@ -133,6 +133,8 @@ static int host_dev_open(tc_host *h, const char *spec, struct host_dev **out)
 	/* A fault layer owns its device from now on, even when it fails. */
 	if (!r && h->opts.fault_injection && (r = tc_dev_new_fault(h->ctx, d->base, &d->dev)))
 		d->dev = d->base = NULL;
+	if (!r && h->opts.wrap_dev)
+		r = h->opts.wrap_dev(h->opts.wrap_opaque, &d->dev);
 	if (!r)
 		r = tc_dev_probe(h->ctx, d->dev, &d->probe);
 	if (!r) {

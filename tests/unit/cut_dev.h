@@ -3,9 +3,9 @@
  * cut_dev.h - the power-cut tests' cutter (test_mgmt_cut.c, test_array_cut.c,
  * test_pool_cut.c): a device layer over an inner device (a crash device) that lets a
  * budget of requests through, counted over every cutter sharing the budget, and fails
- * every later one with -EIO, as a power failure would.  The inner device is not owned: the test
- * closes it after the cutter (after tc_crash_power_cut on it).  Needs cmocka.h,
- * dev.h and tiercache.h included first.
+ * every later one with -EIO, as a power failure would.  The inner device is not owned
+ * (the test closes it after the cutter, after tc_crash_power_cut on it) unless made by
+ * cut_new_owning().  Needs cmocka.h, dev.h and tiercache.h included first.
  */
 #ifndef TC_TEST_CUT_DEV_H
 #define TC_TEST_CUT_DEV_H
@@ -25,6 +25,8 @@ struct cut_dev {
 	struct tc_dev base;
 	tc_dev *inner;
 	struct cut_budget *budget;
+	bool owns_inner;        /* cut_new_owning: closing the cutter closes @inner */
+	tc_dev **inner_slot;    /* cut_new_owning: set to NULL when @inner is closed */
 };
 
 static inline void cut_submit(struct tc_dev *dev, struct tc_io *io)
@@ -40,7 +42,13 @@ static inline void cut_submit(struct tc_dev *dev, struct tc_io *io)
 
 static inline void cut_close(struct tc_dev *dev)
 {
+	struct cut_dev *cd = (struct cut_dev *)dev;
 	tc_dev_fini(dev);
+	if (cd->owns_inner) {
+		tc_dev_close(cd->inner);
+		if (cd->inner_slot)
+			*cd->inner_slot = NULL;
+	}
 	free(dev);
 }
 
@@ -59,6 +67,18 @@ static inline tc_dev *cut_new(tc_ctx *ctx, tc_dev *inner, struct cut_budget *b)
 				     inner->lbs), 0);
 	cd->inner = inner;
 	cd->budget = b;
+	return &cd->base;
+}
+
+/* cut_new_owning - the same, owning @inner: closing the cutter closes it and sets
+ * *@slot (the caller's record of @inner, or NULL) to NULL.  For a host, which closes
+ * the devices it opened, some of them (a failed live attach's) before the test ends. */
+static inline tc_dev *cut_new_owning(tc_ctx *ctx, tc_dev *inner, struct cut_budget *b,
+				     tc_dev **slot)
+{
+	struct cut_dev *cd = (struct cut_dev *)cut_new(ctx, inner, b);
+	cd->owns_inner = true;
+	cd->inner_slot = slot;
 	return &cd->base;
 }
 

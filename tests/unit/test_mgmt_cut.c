@@ -1,15 +1,19 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * test_mgmt_cut.c - a power cut at every device request of attach, set, flush and
- * detach (drained, or discarding dirty data; the step tables of src/cache/volume.c): the operation runs on crash devices behind
+ * detach (drained, or discarding dirty data; the step tables of src/cache/volume.c),
+ * of create over an old cache or backing, and of live attach and detach through a
+ * host (src/host.c) while a client writes: the operation runs on crash devices behind
  * a cutter that lets N requests through (counted over both devices together) and fails
  * every later one, as a power failure would; the crash devices then keep a seed-chosen
  * part of what was not flushed.  For N = 0, 1, 2, ... until the operation completes
  * uncut, the files are assembled again as a host and must be all-or-nothing: the old
  * state or the new one (attached or not; the old settings or the new), and the
- * volume's data written with FUA before the operation reads back.
+ * volume's data written with FUA before the operation reads back, and so does each
+ * FUA write of the live operations' client that completed.
  */
 #include <errno.h>
+#include <pthread.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stdatomic.h>
@@ -35,13 +39,17 @@
 /* ---- one run ------------------------------------------------------------------------ */
 
 enum op { OP_ATTACH, OP_SET, OP_DETACH, OP_FLUSH, OP_DETACH_WB, OP_DETACH_DISCARD,
-	OP_SET_ALL, OP_SET_PARTITION, OP_SET_DRAIN, OP_FORMAT_CACHE, OP_FORMAT_BACKING };
+	OP_SET_ALL, OP_SET_PARTITION, OP_SET_DRAIN, OP_FORMAT_CACHE, OP_FORMAT_BACKING,
+	OP_LIVE_ATTACH, OP_LIVE_ATTACH_NEW, OP_LIVE_DETACH };
 
 static const char *const op_names[] = { "attach", "set", "detach", "flush (write-back)",
 	"detach (write-back, drained)", "detach (write-back, dirty data discarded)",
 	"set (every setting)", "set (partition reserve and cap)",
 	"set (write-back to write-through, draining)",
-	"create cache (over an old cache)", "create backing (over an old backing)" };
+	"create cache (over an old cache)", "create backing (over an old backing)",
+	"live attach (a host serving the backing uncached)",
+	"live attach (of a cache new to the host)",
+	"live detach (a host serving the volume, write-back, drained)" };
 
 static bool format_op(enum op op)
 {
@@ -51,7 +59,17 @@ static bool format_op(enum op op)
 static bool wb_op(enum op op)
 {
 	return op == OP_FLUSH || op == OP_DETACH_WB || op == OP_DETACH_DISCARD ||
-	       op == OP_SET_DRAIN;
+	       op == OP_SET_DRAIN || op == OP_LIVE_DETACH;
+}
+
+static bool live_op(enum op op)
+{
+	return op == OP_LIVE_ATTACH || op == OP_LIVE_ATTACH_NEW || op == OP_LIVE_DETACH;
+}
+
+static bool attach_op(enum op op)
+{
+	return op == OP_ATTACH || op == OP_LIVE_ATTACH || op == OP_LIVE_ATTACH_NEW;
 }
 
 /* The settings a set operation moves to, from @s (the volume's before it). */
@@ -119,7 +137,7 @@ static void prepare(struct t_host_fx *f, enum op op)
 	s.flush_rate = TC_FLUSH_LOW;
 	assert_int_equal(tc_cache_attach(c, hdd, &s, 0, &v), 0);
 	assert_int_equal(tc_volume_pwrite(v, pattern, sizeof(pattern), 1 * MIB, TC_IO_FUA), 0);
-	if (op == OP_ATTACH || format_op(op))
+	if (attach_op(op) || format_op(op))
 		assert_int_equal(tc_volume_detach(v, 0, NULL, NULL), 0);
 	if (format_op(op)) {
 		/* Attached again: the old cache holds the volume's record and lines. */
@@ -162,11 +180,104 @@ static bool run_cut_format(struct t_host_fx *f, enum op op, uint64_t n)
 	return done;
 }
 
+/* The devices a host opened, each put behind a cutter spending @b (tc_host_opts
+ * wrap_dev): the crash devices under them kept for the power cut (NULL once the host
+ * has closed one). */
+struct live_wrap {
+	tc_ctx *ctx;
+	struct cut_budget *b;
+	tc_dev *crash[4];
+	unsigned n;
+};
+
+/* A client of the export during a live operation: LIVE_WRITES FUA writes of 4 KiB at
+ * LIVE_OFF, each block once, one after the other; live_done[i]: write i completed. */
+#define LIVE_WRITES 8
+#define LIVE_OFF (2u * MIB)
+static bool live_done[LIVE_WRITES];
+
+static void live_block(unsigned i, uint8_t *buf)
+{
+	for (unsigned k = 0; k < 4096; k++)
+		buf[k] = (uint8_t)(i * 31 + k * 5 + 1);
+}
+
+static void *live_client(void *arg)
+{
+	tc_export *e = arg;
+	uint8_t *buf = aligned_alloc(4096, 4096);
+	assert_non_null(buf);
+	for (unsigned i = 0; i < LIVE_WRITES; i++) {
+		live_block(i, buf);
+		live_done[i] = tc_export_io(e, TC_OP_WRITE, TC_IO_FUA, buf, 4096,
+					    LIVE_OFF + i * 4096ull) == 0;
+	}
+	free(buf);
+	return NULL;
+}
+
+static int live_wrap_dev(void *opaque, tc_dev **dev)
+{
+	struct live_wrap *w = opaque;
+	assert_true(w->n < 4);
+	w->crash[w->n] = *dev;
+	*dev = cut_new_owning(w->ctx, *dev, w->b, &w->crash[w->n]);
+	w->n++;
+	return 0;
+}
+
+/* A live operation, the power cut after @n requests: a host serves the backing (with
+ * the cache among its devices, or not for OP_LIVE_ATTACH_NEW) on crash devices behind
+ * cutters; the operation runs through the host; then the power fails and the host
+ * dies (its close reaches no device).  True when it completed uncut. */
+static bool run_cut_live(struct t_host_fx *f, enum op op, uint64_t n)
+{
+	struct cut_budget b = { .used = 0, .limit = UINT64_MAX };
+	struct live_wrap w = { .ctx = f->ctx, .b = &b };
+	struct tc_host_opts o = { .crash_seed = n + 1, .wrap_dev = live_wrap_dev,
+		.wrap_opaque = &w };
+	const char *both[] = { f->crash_ssd, f->crash_hdd };
+	const char *const *specs = op == OP_LIVE_ATTACH_NEW ? both + 1 : both;
+	tc_host *h;
+	assert_int_equal(tc_host_assemble(f->ctx, specs, op == OP_LIVE_ATTACH_NEW ? 1 : 2, &o,
+					  &h), 0);
+	assert_int_equal(tc_host_export_count(h), 1);
+	tc_export *e = tc_host_export_at(h, 0);
+	struct tc_export_info info;
+	tc_export_info(e, &info);
+	assert_int_equal(info.state, op == OP_LIVE_DETACH ? TC_EXPORT_CACHED
+			 : TC_EXPORT_UNCACHED);
+	/* Durable before the cut: what the assembly wrote. */
+	for (unsigned i = 0; i < w.n; i++)
+		assert_int_equal(tc_dev_flush(w.crash[i]), 0);
+	cut_budget_start(&b, n);
+	pthread_t client;
+	assert_int_equal(pthread_create(&client, NULL, live_client, e), 0);
+	int r;
+	if (op == OP_LIVE_DETACH) {
+		r = tc_host_detach(h, e, 0, NULL, NULL);
+	} else {
+		tc_export *got;
+		r = tc_host_attach(h, f->crash_ssd, f->crash_hdd, NULL, 0, &got);
+		if (r == 0)
+			assert_ptr_equal(got, e);
+	}
+	pthread_join(client, NULL);
+	bool done = cut_budget_done(&b, n) && r == 0;
+	for (unsigned i = 0; i < w.n; i++)
+		if (w.crash[i])   /* not closed by a failed attach */
+			assert_true(tc_crash_power_cut(w.crash[i]) >= 0);
+	(void)tc_host_close(h);   /* every request fails: the files stay as cut */
+	return done;
+}
+
 /* Run @op with the power cut after @n requests; returns true when it completed uncut. */
 static bool run_cut(struct t_host_fx *f, enum op op, uint64_t n)
 {
 	if (format_op(op))
 		return run_cut_format(f, op, n);
+	if (live_op(op))
+		return run_cut_live(f, op, n);
 	struct cut_budget b = { .used = 0, .limit = UINT64_MAX };
 	tc_dev *cs, *ch;
 	assert_int_equal(tc_dev_new_crash(f->ctx, f->ssd, 0, 0, n + 1, &cs), 0);
@@ -287,12 +398,15 @@ static void check_after(struct t_host_fx *f, enum op op, uint64_t n, bool done)
 	bool cached = info.state == TC_EXPORT_CACHED;
 	switch (op) {
 	case OP_ATTACH:
+	case OP_LIVE_ATTACH:
+	case OP_LIVE_ATTACH_NEW:
 		if (done)
 			assert_true(cached);
 		break;
 	case OP_DETACH:
 	case OP_DETACH_WB:
 	case OP_DETACH_DISCARD:
+	case OP_LIVE_DETACH:
 		if (done)
 			assert_false(cached);
 		break;
@@ -345,6 +459,24 @@ static void check_after(struct t_host_fx *f, enum op op, uint64_t n, bool done)
 			 cached ? "attached" : "detached",
 			 memcmp(back, zeros, sizeof(back)) ? "other data than was written"
 			 : "the backing's old contents (its dirty data lost)");
+	/* A live operation's client: each FUA write that completed reads back; the others
+	 * read as written or as before (zeros). */
+	for (unsigned i = 0; live_op(op) && i < LIVE_WRITES; i++) {
+		static uint8_t blk[4096], want[4096];
+		live_block(i, want);
+		assert_int_equal(tc_export_io(e, TC_OP_READ, 0, blk, 4096,
+					      LIVE_OFF + i * 4096ull), 0);
+		bool as_written = !memcmp(blk, want, 4096);
+		if (live_done[i] && !as_written)
+			fail_msg("cut after %llu requests: %s: the client's FUA write %u completed "
+				 "during the operation but reads %s", (unsigned long long)n,
+				 op_names[op], i, memcmp(blk, zeros, 4096) ? "other data"
+				 : "as before it (zeros)");
+		if (!as_written && memcmp(blk, zeros, 4096))
+			fail_msg("cut after %llu requests: %s: the client's write %u reads "
+				 "neither as written nor as before", (unsigned long long)n,
+				 op_names[op], i);
+	}
 	assert_int_equal(tc_host_close(h), 0);
 	if (op == OP_DETACH_DISCARD && !cached)
 		check_id_reuse(f, n);
@@ -382,6 +514,9 @@ static void test_set_partition(void **state) { cut_every_request(state, OP_SET_P
 static void test_set_drain(void **state) { cut_every_request(state, OP_SET_DRAIN); }
 static void test_format_cache(void **state) { cut_every_request(state, OP_FORMAT_CACHE); }
 static void test_format_backing(void **state) { cut_every_request(state, OP_FORMAT_BACKING); }
+static void test_live_attach(void **state) { cut_every_request(state, OP_LIVE_ATTACH); }
+static void test_live_attach_new(void **state) { cut_every_request(state, OP_LIVE_ATTACH_NEW); }
+static void test_live_detach(void **state) { cut_every_request(state, OP_LIVE_DETACH); }
 
 static int setup(void **state)
 {
@@ -403,6 +538,9 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_set_drain, setup, t_host_teardown),
 		cmocka_unit_test_setup_teardown(test_format_cache, setup, t_host_teardown),
 		cmocka_unit_test_setup_teardown(test_format_backing, setup, t_host_teardown),
+		cmocka_unit_test_setup_teardown(test_live_attach, setup, t_host_teardown),
+		cmocka_unit_test_setup_teardown(test_live_attach_new, setup, t_host_teardown),
+		cmocka_unit_test_setup_teardown(test_live_detach, setup, t_host_teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
