@@ -504,6 +504,14 @@ bool array_sb_changed(struct tc_array *a);
  * false when @io is to complete now.  Never blocks. */
 bool array_sb_hold(struct tc_array *a, struct tc_io *io, int result);
 
+/* array_sb_forget - a hot spare @dev has left @a (tc_array_remove): once no superblock
+ * update still writes to it, erase its member superblock (both copies), so that an
+ * assembly finds it blank instead of taking it back as a spare (the members' records
+ * list slots, not spares).  Nothing for read-only arrays or arrays without
+ * superblocks.  Blocks (the caller's thread; deterministic contexts: polls).  Returns
+ * 0 or the write's negative errno. */
+int array_sb_forget(struct tc_array *a, tc_dev *dev);
+
 /* array_sb_keep_rates - take the rebuild rates in force for the superblocks' next
  * write (tc_array_set_rebuild, on the caller's thread). */
 void array_sb_keep_rates(struct tc_array *a);

@@ -1088,11 +1088,13 @@ int tc_array_remove(tc_dev *array, const char *name)
 	struct array_disk *d = NULL;
 	int ret = -ENOENT;
 	const char *why = NULL;
+	bool spare = false;
 
 	pthread_mutex_lock(&a->lock);
 	for (unsigned i = 0; i < a->nspares && !d; i++)
 		if (!strcmp(a->spare[i]->dev->name, name)) {
 			d = a->spare[i];
+			spare = true;
 			memmove(&a->spare[i], &a->spare[i + 1],
 				(--a->nspares - i) * sizeof(a->spare[0]));
 		}
@@ -1145,6 +1147,13 @@ int tc_array_remove(tc_dev *array, const char *name)
 		return ret;
 	}
 	tc_dev_unwatch(d->dev, array_member_event_fn, a);
+	/* A spare's superblock would bring it back at the next assembly; a retired or
+	 * faulty member's is left out there by the records (and kept, for inspection). */
+	int r = spare ? array_sb_forget(a, d->dev) : 0;
+	if (r)
+		tc_warn(a->dev.ctx, "array %s: spare %s: erasing its superblock failed (%s): "
+			"the next assembly takes it back as a spare if it is given (zero its "
+			"first 8 KiB, or reuse it with --force)", a->dev.name, d->dev->name, strerror(-r));
 	tc_info(a->dev.ctx, "array %s: %s removed", a->dev.name, d->dev->name);
 	tc_dev_close(d->dev);
 	free(d);

@@ -373,6 +373,21 @@ int raid_sb_write(tc_dev *dev, const struct raid_sb *sb)
 	return r;
 }
 
+/* Zeros over both copies of @dev's member superblock, copy 0 first, each FUA: cut
+ * between them, copy 1 still names the device (the removal did not happen). */
+static int raid_sb_erase(tc_dev *dev)
+{
+	uint8_t *buf = sb_alloc(RAID_SB_SIZE);
+	if (!buf)
+		return -ENOMEM;
+	memset(buf, 0, RAID_SB_SIZE);
+	int r = tc_dev_pwrite(dev, buf, RAID_SB_SIZE, 0, TC_IO_FUA);
+	if (!r)
+		r = tc_dev_pwrite(dev, buf, RAID_SB_SIZE, RAID_SB_SIZE, TC_IO_FUA);
+	free(buf);
+	return r;
+}
+
 static void uuid_generate(uint8_t uuid[16])
 {
 	size_t got = 0;
@@ -709,6 +724,24 @@ static void sb_work(struct tc_work *w)
 	p->idle = true;
 	pthread_mutex_unlock(&p->tlock);
 	tc_ctx_wake(a->dev.ctx);
+}
+
+int array_sb_forget(struct tc_array *a, tc_dev *dev)
+{
+	struct sb_priv *p = a->persist_priv;
+
+	if (!p || p->readonly)
+		return 0;
+	/* A superblock update under way took the spares before the removal and may still
+	 * write this one's: wait for it (threaded contexts; a deterministic one runs
+	 * updates only inside its own polls, which are not running now). */
+	bool det = tc_ctx_deterministic(a->dev.ctx);
+	if (!det)
+		pthread_mutex_lock(&p->lock);
+	int r = raid_sb_erase(dev);
+	if (!det)
+		pthread_mutex_unlock(&p->lock);
+	return r;
 }
 
 bool array_sb_hold(struct tc_array *a, struct tc_io *io, int result)

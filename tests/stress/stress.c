@@ -320,6 +320,10 @@ struct run {
 	char mpath[MAX_VOLUMES][MAX_ARRAY_DEVS][PATH_MAX];
 	unsigned ndevs[MAX_VOLUMES];
 	tc_dev *mdev[MAX_VOLUMES][MAX_ARRAY_DEVS];
+	/* Removed while a hot spare: its superblock erased, it is blank from then on and
+	 * is no longer given to the assembly (as the host, which groups devices by their
+	 * superblocks, would not). */
+	bool blank[MAX_VOLUMES][MAX_ARRAY_DEVS];
 	bool resync[MAX_VOLUMES];       /* a power cut since the array was last whole */
 	bool checking[MAX_VOLUMES];     /* a check started by the op loop */
 	bool lose_member[MAX_VOLUMES];  /* --write-hole: fail a member after assembly */
@@ -904,14 +908,29 @@ static bool open_array(struct run *r, unsigned v, bool format)
 			snprintf(r->mpath[v][i], sizeof(r->mpath[v][i]), "%s/vol%u-dev%u.img",
 				 r->dir, v, i);
 	}
-	n = r->ndevs[v];
-	for (unsigned i = 0; i < n; i++) {
-		if (array_open_file(r, v, i, flags, &devs[i])) {
-			while (i--)
-				tc_dev_close(devs[i]);
+	n = 0;
+	for (unsigned i = 0; i < r->ndevs[v]; i++) {
+		if (array_open_file(r, v, i, flags, &devs[n])) {
+			while (n--)
+				tc_dev_close(devs[n]);
 			return false;
 		}
-		r->mdev[v][i] = devs[i];        /* the calls below may clear devs[] */
+		/* A spare removed: its superblock must be gone, and it stays out. */
+		struct tc_array_member_info mi;
+		if (r->blank[v][i]) {
+			int e = tc_array_examine(r->ctx, devs[n], &mi);
+			tc_dev_close(devs[n]);
+			r->mdev[v][i] = NULL;
+			if (e != 0) {
+				fail(r, "array %u: %s, a spare removed, holds a member superblock "
+				     "still (examine %d)", v, r->mpath[v][i], e);
+				while (n--)
+					tc_dev_close(devs[n]);
+				return false;
+			}
+			continue;
+		}
+		r->mdev[v][i] = devs[n++];      /* the calls below may clear devs[] */
 	}
 	snprintf(name, sizeof(name), "arr%u", v);
 	if (format)
@@ -925,7 +944,7 @@ static bool open_array(struct run *r, unsigned v, bool format)
 		fail(r, "array %u (%s): %s returned %d (%s)", v, level_name(as),
 		     format ? "tc_array_create" : "tc_array_assemble", ret, strerror(-ret));
 		r->vol_dev[v] = NULL;
-		for (unsigned i = 0; i < n; i++)
+		for (unsigned i = 0; i < r->ndevs[v]; i++)
 			r->mdev[v][i] = NULL;
 		return false;
 	}
@@ -1068,7 +1087,9 @@ static void array_remove(struct run *r)
 
 	if (tc_array_status(r->vol_dev[v], &st) || st.nextra == 0)
 		return;
-	snprintf(name, sizeof(name), "%s", st.extra[rnd_below(&r->rng, st.nextra)].name);
+	unsigned k = (unsigned)rnd_below(&r->rng, st.nextra);
+	snprintf(name, sizeof(name), "%s", st.extra[k].name);
+	bool spare = st.extra[k].state == TC_MEMBER_SPARE;
 	trace(r, "array %u: remove %s", v, name);
 	ret = tc_array_remove(r->vol_dev[v], name);
 	if (ret == -EBUSY)
@@ -1077,6 +1098,12 @@ static void array_remove(struct run *r)
 		fail(r, "tc_array_remove(array %u, %s) returned %d (%s)", v, name, ret,
 		     strerror(-ret));
 		return;
+	}
+	for (unsigned i = 0; spare && i < r->ndevs[v]; i++) {
+		char dn[PATH_MAX + 8];
+		snprintf(dn, sizeof(dn), "crash:%s", r->mpath[v][i]);
+		if (!strcmp(dn, name))
+			r->blank[v][i] = true;
 	}
 	array_forget_closed(r, v);
 	r->n.removes++;

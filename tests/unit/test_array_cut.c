@@ -4,7 +4,7 @@
  * operations (src/raid/sb.c, rebuild.c): create (over an old array), add-spare,
  * replace (its start, every window and checkpoint of the copy, its completion), and a
  * member failure with a hot spare (the spare's takeover of the slot, the rebuild's
- * checkpoints, its end).  Each runs on crash devices behind the cutter of cut_dev.h,
+ * checkpoints, its end), and the removal of a spare.  Each runs on crash devices behind the cutter of cut_dev.h,
  * which lets N requests through (counted over every device together) and fails the
  * later ones; the crash devices then keep a seed-chosen part of what was not flushed.
  * For N = 0, 1, 2, ... until the operation completes uncut, the files are
@@ -40,10 +40,11 @@
 #define NDEV 6                                  /* members and the spare / successor */
 #define MAX_CUTS 3000
 
-enum aop { OP_CREATE, OP_ADD_SPARE, OP_REPLACE, OP_TAKEOVER };
+enum aop { OP_CREATE, OP_ADD_SPARE, OP_REPLACE, OP_TAKEOVER, OP_REMOVE_SPARE };
 
 static const char *const op_names[] = { "create array (over an old array)", "add-spare",
-	"replace (start, copy, completion)", "member failure: spare takeover and rebuild" };
+	"replace (start, copy, completion)", "member failure: spare takeover and rebuild",
+	"remove the spare" };
 
 struct fx {
 	char dir[256];
@@ -84,7 +85,7 @@ static void prepare(struct fx *f, enum aop op)
 		unlink(f->path[i]);
 		m[i] = open_file(ctx, f->path[i], TC_DEV_CREATE);
 	}
-	unsigned spares = op == OP_TAKEOVER ? 1 : 0;
+	unsigned spares = op == OP_TAKEOVER || op == OP_REMOVE_SPARE ? 1 : 0;
 	if (!spares)
 		tc_dev_close(m[f->n]);
 	assert_int_equal(tc_array_create(ctx, op == OP_CREATE ? "old" : "a", &o, m, f->n,
@@ -160,7 +161,7 @@ static bool run_cut(struct fx *f, enum aop op, uint64_t n)
 	 * rebuild at full speed on the virtual clock; durable before the cut. */
 	char succ[320];
 	snprintf(succ, sizeof(succ), "%s", r.cut[f->n]->name);
-	unsigned ndev = op == OP_TAKEOVER ? f->n + 1 : f->n;
+	unsigned ndev = op == OP_TAKEOVER || op == OP_REMOVE_SPARE ? f->n + 1 : f->n;
 	assert_int_equal(tc_array_assemble(r.ctx, r.cut, ndev, 0, &a), 0);
 	struct tc_array_rebuild_opts ro = { .max_rate = UINT64_MAX, .priority = 100 };
 	assert_int_equal(tc_array_set_rebuild(a, &ro), 0);
@@ -175,6 +176,9 @@ static bool run_cut(struct fx *f, enum aop op, uint64_t n)
 	case OP_REPLACE:
 		ret = tc_array_replace(a, VICTIM, r.cut[f->n]);
 		break;
+	case OP_REMOVE_SPARE:
+		ret = tc_array_remove(a, succ);
+		break;
 	case OP_TAKEOVER:
 	default:
 		ret = tc_array_fail_member(a, VICTIM);
@@ -184,7 +188,7 @@ static bool run_cut(struct fx *f, enum aop op, uint64_t n)
 		ret = tc_array_wait(a);
 	assert_int_equal(tc_array_status(a, &st), 0);
 	done = cut_budget_done(&r.b, n) && ret == 0;
-	if (done && op != OP_ADD_SPARE)
+	if (done && op != OP_ADD_SPARE && op != OP_REMOVE_SPARE)
 		done = st.member[VICTIM].state == TC_MEMBER_ACTIVE &&
 		       member_is(&st, VICTIM, succ);
 	run_cut_power(f, &r, a);
@@ -332,6 +336,13 @@ static void check_after(struct fx *f, enum aop op, uint64_t n, bool done)
 			fail_msg("%s, cut after %llu requests: the spare is %s, not %s",
 				 op_names[op], (unsigned long long)n, id.spare[0], succ);
 		break;
+	case OP_REMOVE_SPARE:
+		/* Old: device n the array's spare; new: the array has none. */
+		state = id.nspares ? "old" : "new";
+		if (done && id.nspares)
+			fail_msg("%s completed uncut but after a restart the array has spare %s",
+				 op_names[op], id.spare[0]);
+		break;
 	case OP_REPLACE:
 	case OP_TAKEOVER:
 	default:
@@ -355,7 +366,7 @@ static void check_after(struct fx *f, enum aop op, uint64_t n, bool done)
 	if (st.degraded || st.sync != TC_ARRAY_SYNC_IDLE)
 		fail_msg("%s, cut after %llu requests (%s): degraded after the restart's pass",
 			 op_names[op], (unsigned long long)n, state);
-	if (op != OP_ADD_SPARE && strcmp(state, "old")) {
+	if (op != OP_ADD_SPARE && op != OP_REMOVE_SPARE && strcmp(state, "old")) {
 		if (!member_is(&st, VICTIM, succ) ||
 		    st.member[VICTIM].state != TC_MEMBER_ACTIVE)
 			fail_msg("%s, cut after %llu requests (%s): after the resumed pass slot "
@@ -419,6 +430,7 @@ LEVELS(test_create, OP_CREATE)
 LEVELS(test_add_spare, OP_ADD_SPARE)
 LEVELS(test_replace, OP_REPLACE)
 LEVELS(test_takeover, OP_TAKEOVER)
+LEVELS(test_remove_spare, OP_REMOVE_SPARE)
 
 static int setup(void **state)
 {
@@ -452,6 +464,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_add_spare, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_replace, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_takeover, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_remove_spare, setup, teardown),
 	};
 	/* TC_CUT_ONLY=test_replace (a cmocka filter) runs one operation. */
 	if (getenv("TC_CUT_ONLY"))
