@@ -4,7 +4,8 @@
  * operations (src/raid/sb.c, rebuild.c): create (over an old array), add-spare,
  * replace (its start, every window and checkpoint of the copy, its completion), and a
  * member failure with a hot spare (the spare's takeover of the slot, the rebuild's
- * checkpoints, its end), and the removal of a spare.  Each runs on crash devices behind the cutter of cut_dev.h,
+ * checkpoints, its end), the removal of a spare, and a repair (md's "repair" sync
+ * action) of a damaged parity chunk or copy.  Each runs on crash devices behind the cutter of cut_dev.h,
  * which lets N requests through (counted over every device together) and fails the
  * later ones; the crash devices then keep a seed-chosen part of what was not flushed.
  * For N = 0, 1, 2, ... until the operation completes uncut, the files are
@@ -40,11 +41,11 @@
 #define NDEV 6                                  /* members and the spare / successor */
 #define MAX_CUTS 3000
 
-enum aop { OP_CREATE, OP_ADD_SPARE, OP_REPLACE, OP_TAKEOVER, OP_REMOVE_SPARE };
+enum aop { OP_CREATE, OP_ADD_SPARE, OP_REPLACE, OP_TAKEOVER, OP_REMOVE_SPARE, OP_REPAIR };
 
 static const char *const op_names[] = { "create array (over an old array)", "add-spare",
 	"replace (start, copy, completion)", "member failure: spare takeover and rebuild",
-	"remove the spare" };
+	"remove the spare", "repair (a check rewriting the mismatched parity or copy)" };
 
 struct fx {
 	char dir[256];
@@ -72,6 +73,40 @@ static tc_dev *open_file(tc_ctx *ctx, const char *path, unsigned flags)
 	return d;
 }
 
+/* For the repair: the redundancy of the first row damaged behind the array's back,
+ * its data left alone: the last member's first chunk, P of row 0 (md's left-symmetric
+ * rotation) on RAID 5 and 6, the second copy of chunk 0 on RAID 1.  The array then
+ * still reads the pattern (RAID 5 and 6, whole: from the data chunks) and a check
+ * counts one mismatch. */
+static void damage_redundancy(struct fx *f, tc_ctx *ctx)
+{
+	unsigned victim = f->level == TC_RAID1 ? 1 : f->n - 1;
+	tc_dev *d = open_file(ctx, f->path[victim], 0);
+	uint8_t *junk = aligned_alloc(4096, CHUNK);
+	assert_non_null(junk);
+	memset(junk, 0xa5, CHUNK);
+	assert_int_equal(tc_dev_pwrite(d, junk, CHUNK, TC_ARRAY_DATA_OFFSET, 0), 0);
+	assert_int_equal(tc_dev_flush(d), 0);
+	tc_dev_close(d);
+	free(junk);
+
+	tc_dev *m[NDEV], *a;
+	for (unsigned i = 0; i < f->n; i++)
+		m[i] = open_file(ctx, f->path[i], 0);
+	assert_int_equal(tc_array_assemble(ctx, m, f->n, 0, &a), 0);
+	if (f->level != TC_RAID1) {
+		static uint8_t back[sizeof(pattern)];
+		assert_int_equal(tc_dev_pread(a, back, array_bytes(f), 0), 0);
+		assert_memory_equal(back, pattern, array_bytes(f));
+	}
+	assert_int_equal(tc_array_check(a, false), 0);
+	assert_int_equal(tc_array_wait(a), 0);
+	struct tc_array_status st;
+	assert_int_equal(tc_array_status(a, &st), 0);
+	assert_int_equal(st.mismatches, 1);
+	tc_dev_close(a);
+}
+
 /* Fresh files in the state before @op: for create, an old array "old" over the
  * members holding the pattern; else the array "a" holding it (flushed, closed clean),
  * with a hot spare on device n for the takeover.  Device n is blank otherwise. */
@@ -94,6 +129,8 @@ static void prepare(struct fx *f, enum aop op)
 	assert_int_equal(tc_dev_pwrite(a, pattern, len, 0, 0), 0);
 	assert_int_equal(tc_dev_flush(a), 0);
 	tc_dev_close(a);
+	if (op == OP_REPAIR)
+		damage_redundancy(f, ctx);
 	tc_ctx_free(ctx);
 }
 
@@ -179,6 +216,9 @@ static bool run_cut(struct fx *f, enum aop op, uint64_t n)
 	case OP_REMOVE_SPARE:
 		ret = tc_array_remove(a, succ);
 		break;
+	case OP_REPAIR:
+		ret = tc_array_check(a, true);
+		break;
 	case OP_TAKEOVER:
 	default:
 		ret = tc_array_fail_member(a, VICTIM);
@@ -188,7 +228,9 @@ static bool run_cut(struct fx *f, enum aop op, uint64_t n)
 		ret = tc_array_wait(a);
 	assert_int_equal(tc_array_status(a, &st), 0);
 	done = cut_budget_done(&r.b, n) && ret == 0;
-	if (done && op != OP_ADD_SPARE && op != OP_REMOVE_SPARE)
+	if (done && op == OP_REPAIR)
+		done = st.mismatches == 1;
+	if (done && op != OP_ADD_SPARE && op != OP_REMOVE_SPARE && op != OP_REPAIR)
 		done = st.member[VICTIM].state == TC_MEMBER_ACTIVE &&
 		       member_is(&st, VICTIM, succ);
 	run_cut_power(f, &r, a);
@@ -257,6 +299,50 @@ static void check_degraded(struct fx *f, const uint8_t *want, uint64_t n, enum a
 	}
 }
 
+/* After a repair cut: the array assembles; old (the mismatch still there) or new
+ * (repaired); the data chunks were never written (RAID 5/6 read the pattern at once);
+ * the repair run again finds the one mismatch or none and leaves none, and the array
+ * reads the pattern. */
+static void check_repair(struct fx *f, tc_ctx *ctx, uint64_t n, bool done)
+{
+	tc_dev *devs[NDEV], *a;
+	unsigned which[NDEV];
+	struct tc_array_status st;
+	unsigned k = reopen(f, ctx, "a", devs, which);
+	int r = tc_array_assemble(ctx, devs, k, 0, &a);
+	if (r)
+		fail_msg("%s, cut after %llu requests: the array does not assemble from its %u "
+			 "devices (%d: %s)", op_names[OP_REPAIR], (unsigned long long)n, k, r,
+			 f->log.last);
+	if (f->level != TC_RAID1)
+		check_data(f, a, pattern, n, OP_REPAIR, "old or new", "at assembly");
+	/* What an admin does after the restart, once the resync of an unclean shutdown
+	 * (if any) ends: check, then repair what it found. */
+	assert_int_equal(tc_array_wait(a), 0);
+	assert_int_equal(tc_array_check(a, false), 0);
+	assert_int_equal(tc_array_wait(a), 0);
+	assert_int_equal(tc_array_status(a, &st), 0);
+	const char *state = st.mismatches ? "old" : "new";
+	if (st.mismatches > 1)
+		fail_msg("%s, cut after %llu requests: a check after the restart finds %llu "
+			 "mismatches, not the 1 damaged or none", op_names[OP_REPAIR],
+			 (unsigned long long)n, (unsigned long long)st.mismatches);
+	if (done && st.mismatches)
+		fail_msg("%s completed uncut but a check after the restart finds the mismatch",
+			 op_names[OP_REPAIR]);
+	assert_int_equal(tc_array_check(a, true), 0);
+	assert_int_equal(tc_array_wait(a), 0);
+	assert_int_equal(tc_array_check(a, false), 0);
+	assert_int_equal(tc_array_wait(a), 0);
+	assert_int_equal(tc_array_status(a, &st), 0);
+	if (st.mismatches)
+		fail_msg("%s, cut after %llu requests (%s): repaired again after the restart, "
+			 "a check still finds %llu mismatches", op_names[OP_REPAIR],
+			 (unsigned long long)n, state, (unsigned long long)st.mismatches);
+	check_data(f, a, pattern, n, OP_REPAIR, state, "repaired again");
+	tc_dev_close(a);
+}
+
 /* After the cut: the devices assemble, old state or new, the data right. */
 static void check_after(struct fx *f, enum aop op, uint64_t n, bool done)
 {
@@ -315,6 +401,12 @@ static void check_after(struct fx *f, enum aop op, uint64_t n, bool done)
 		return;
 	}
 
+	if (op == OP_REPAIR) {
+		check_repair(f, ctx, n, done);
+		tc_ctx_free(ctx);
+		check_degraded(f, pattern, n, op, "repaired again", "a");
+		return;
+	}
 	unsigned k = reopen(f, ctx, "a", devs, which);
 	int r = tc_array_assemble(ctx, devs, k, 0, &a);
 	if (r)
@@ -431,6 +523,7 @@ LEVELS(test_add_spare, OP_ADD_SPARE)
 LEVELS(test_replace, OP_REPLACE)
 LEVELS(test_takeover, OP_TAKEOVER)
 LEVELS(test_remove_spare, OP_REMOVE_SPARE)
+LEVELS(test_repair, OP_REPAIR)
 
 static int setup(void **state)
 {
@@ -465,6 +558,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_replace, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_takeover, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_remove_spare, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_repair, setup, teardown),
 	};
 	/* TC_CUT_ONLY=test_replace (a cmocka filter) runs one operation. */
 	if (getenv("TC_CUT_ONLY"))
