@@ -1250,12 +1250,85 @@ static void sb_left_add(struct sb_left *left, unsigned *nleft, const char *name,
 	left[(*nleft)++] = (struct sb_left){ copy, slot, events, why };
 }
 
+/* Levels whose forced assembly takes stale members back (md's --force): RAID 1, 5
+ * and 6, where how many members may be missing does not depend on which. */
+static bool stale_takeback_level(const struct raid_sb *R)
+{
+	return R->level == TC_RAID1 || R->level == TC_RAID5 || R->level == TC_RAID6;
+}
+
+/* Leave the stale member *@dev (slot @slot, event count @events) out after all, as
+ * an unforced assembly does; closes it. */
+static void stale_leave(tc_ctx *ctx, const struct raid_sb *R, struct sb_left *left,
+			unsigned *nleft, tc_dev **dev, unsigned slot, uint64_t events)
+{
+	const char *why = events + 1 < R->events ? "stale" : "marked faulty by the array";
+	tc_err(ctx, "array %s: member %s (slot %u) is %s: its event count %" PRIu64 " is "
+	       "%s the array's %" PRIu64 "; it is left out and the array runs without it",
+	       R->name, (*dev)->name, slot, why, events,
+	       events < R->events ? "older than" : "equal to", R->events);
+	sb_left_add(left, nleft, (*dev)->name, slot, events, why);
+	tc_dev_close(*dev);
+	*dev = NULL;
+}
+
+/*
+ * A forced assembly of an array that cannot start with its current members: take
+ * back stale ones (an older event count, or recorded faulty: the last to fail is
+ * usually both), the freshest first (the highest event count: it missed the fewest
+ * updates), until no more slots are missing than the level survives, as mdadm
+ * --assemble --force does (Assemble.c: "forcing event count" on the most recent
+ * devices).  Such a member lacks every write made after it left: the data of the
+ * stripes (or chunks) written since is wrong on it, and parity computed without it no
+ * longer matches; the warning says so.  Taken back, the slot is recorded active in
+ * *@R (the superblocks written at assembly carry it).  The stale members not needed
+ * are left out and closed.  @taken[slot]: set for each taken back.
+ */
+static void stale_takeback(tc_ctx *ctx, struct raid_sb *R, tc_dev **slot_dev,
+			   tc_dev **stale_dev, const uint64_t *stale_ev,
+			   struct sb_left *left, unsigned *nleft, bool *taken)
+{
+	unsigned survives = R->level == TC_RAID1 ? R->members - 1
+		: R->level == TC_RAID6 ? 2 : 1;
+	for (;;) {
+		unsigned missing = 0;
+		int best = -1;
+		for (unsigned s = 0; s < R->members; s++) {
+			if (!slot_dev[s] || R->slot[s].state == TC_MEMBER_FAULTY)
+				missing++;
+			if (stale_dev[s] && !slot_dev[s] &&
+			    (best < 0 || stale_ev[s] > stale_ev[best]))
+				best = (int)s;
+		}
+		if (missing <= survives || best < 0)
+			break;
+		unsigned s = (unsigned)best;
+		tc_warn(ctx, "array %s: forced: member %s (slot %u, event count %" PRIu64
+			", the array's %" PRIu64 ") taken back to start the array with %u of %u "
+			"slots missing: it lacks every write made after it left, so data "
+			"written since may be wrong where it holds it or where parity is "
+			"rebuilt from it; check the file system or data on the array",
+			R->name, stale_dev[s]->name, s, stale_ev[s], R->events, missing,
+			R->members);
+		slot_dev[s] = stale_dev[s];
+		stale_dev[s] = NULL;
+		R->slot[s].state = TC_MEMBER_ACTIVE;
+		taken[s] = true;
+	}
+	for (unsigned s = 0; s < R->members; s++)
+		if (stale_dev[s])
+			stale_leave(ctx, R, left, nleft, &stale_dev[s], s, stale_ev[s]);
+}
+
 int tc_array_assemble(tc_ctx *ctx, tc_dev **devs, unsigned n, unsigned flags,
 		      tc_dev **out)
 {
 	struct raid_sb *sb = calloc(n ? n : 1, sizeof(*sb));
 	tc_dev *slot_dev[TC_ARRAY_MAX_MEMBERS] = { 0 };
 	tc_dev *old_dev[TC_ARRAY_MAX_MEMBERS] = { 0 };  /* members being replaced */
+	/* Forced: the freshest stale member of each slot, kept for stale_takeback(). */
+	tc_dev *stale_dev[TC_ARRAY_MAX_MEMBERS] = { 0 };
+	uint64_t stale_ev[TC_ARRAY_MAX_MEMBERS] = { 0 };
 	tc_dev *spares[TC_ARRAY_MAX_MEMBERS];
 	uint8_t spare_uuid[TC_ARRAY_MAX_MEMBERS][16];
 	unsigned nspares = 0, ref = 0;
@@ -1298,7 +1371,7 @@ int tc_array_assemble(tc_ctx *ctx, tc_dev **devs, unsigned n, unsigned flags,
 		if (sb[i].role != RAID_SB_ROLE_SPARE &&
 		    (sb[ref].role == RAID_SB_ROLE_SPARE || sb[i].events > sb[ref].events))
 			ref = i;
-	const struct raid_sb *R = &sb[ref];
+	struct raid_sb *R = &sb[ref];
 	uuid_str(R->uuid, u);
 	if (R->role == RAID_SB_ROLE_SPARE) {
 		tc_err(ctx, "array \"%s\" (uuid %s): only spares given, no member", R->name, u);
@@ -1362,6 +1435,19 @@ int tc_array_assemble(tc_ctx *ctx, tc_dev **devs, unsigned n, unsigned flags,
 			r = -EINVAL;
 			goto fail;
 		}
+		if (whyout && strcmp(whyout, "replaced in that slot") &&
+		    (flags & TC_ARRAY_FORCE) && !readonly &&
+		    stale_takeback_level(R) &&
+		    (!stale_dev[slot] || s->events > stale_ev[slot])) {
+			/* Maybe needed to start at all; left out below if not. */
+			if (stale_dev[slot])
+				stale_leave(ctx, R, left, &nleft, &stale_dev[slot], slot,
+					    stale_ev[slot]);
+			stale_dev[slot] = devs[i];
+			stale_ev[slot] = s->events;
+			devs[i] = NULL;
+			continue;
+		}
 		if (whyout) {
 			tc_err(ctx, "array %s: member %s (slot %u) is %s: its event count %" PRIu64
 			       " is %s the array's %" PRIu64 "; it is left out and the array "
@@ -1393,6 +1479,8 @@ int tc_array_assemble(tc_ctx *ctx, tc_dev **devs, unsigned n, unsigned flags,
 			tc_dev_close(old_dev[s]);
 			old_dev[s] = NULL;
 		}
+	bool taken[TC_ARRAY_MAX_MEMBERS] = { false };
+	stale_takeback(ctx, R, slot_dev, stale_dev, stale_ev, left, &nleft, taken);
 	unsigned missing = 0;
 	char missing_list[128] = "";
 	for (unsigned s = 0; s < R->members; s++)
@@ -1437,9 +1525,18 @@ int tc_array_assemble(tc_ctx *ctx, tc_dev **devs, unsigned n, unsigned flags,
 		 * its rows written at the crash kept a torn parity). */
 		tc_dev *logs[TC_ARRAY_MAX_MEMBERS] = { 0 }, *olds[TC_ARRAY_MAX_MEMBERS] = { 0 };
 		uint64_t valid[TC_ARRAY_MAX_MEMBERS];
+		/* A member taken back stale holds log entries of updates from before it
+		 * left, older than anything the others logged: wiped, never applied. */
+		tc_dev *stale_logs[TC_ARRAY_MAX_MEMBERS] = { 0 };
+		for (unsigned s = 0; s < R->members; s++)
+			if (taken[s])
+				stale_logs[s] = live[s];
+		r = raid_ppl_wipe(ctx, R->name, stale_logs, R->members);
+		if (r < 0)
+			goto fail;
 		for (unsigned s = 0; s < R->members; s++) {
 			valid[s] = UINT64_MAX;
-			logs[s] = live[s];
+			logs[s] = taken[s] ? NULL : live[s];
 			if (slot_dev[s] && R->slot[s].state == TC_MEMBER_REBUILDING) {
 				logs[s] = slot_dev[s];
 				valid[s] = R->rebuild_pos;
@@ -1660,6 +1757,7 @@ fail:
 	close_all(devs, n);
 	close_all(spares, nspares);
 	close_all(old_dev, TC_ARRAY_MAX_MEMBERS);
+	close_all(stale_dev, TC_ARRAY_MAX_MEMBERS);
 	for (unsigned s = 0; s < TC_ARRAY_MAX_MEMBERS; s++)
 		if (slot_dev[s])
 			tc_dev_close(slot_dev[s]);

@@ -431,6 +431,90 @@ static void all_sink(void *opaque, enum tc_log_level level, const char *msg)
 	snprintf(l->text + n, sizeof(l->text) - n, "%s\n", msg);
 }
 
+/*
+ * Two members of a RAID 5 lost one after the other (md's classic: a cable or a
+ * controller drops them): the array failed and no longer assembles.  Forced, the
+ * freshest of them (the last to fail, which holds every write the array completed)
+ * is taken back, the older one stays out, and the data written while the array ran
+ * degraded reads back.  A forced assembly that can start without them takes none.
+ */
+static void test_force_takes_stale_back(void **state)
+{
+	struct fx *f = *state;
+	const unsigned idx[] = { 0, 1, 2 };
+	tc_dev *a;
+	size_t len = 1u << 20;
+	uint8_t *w = malloc(len), *r = malloc(len);
+
+	assert_int_equal(create(f, "r5", TC_RAID5, 64 << 10, idx, 3, NULL, 0, 0, &a), 0);
+	fill(w, len, 1);
+	assert_int_equal(tc_dev_pwrite(a, w, len, 0, 0), 0);
+	assert_int_equal(tc_array_fail_member(a, 0), 0);
+	fill(w, len, 2);   /* written degraded: member 0 never sees it */
+	assert_int_equal(tc_dev_pwrite(a, w, len, 0, 0), 0);
+	assert_int_equal(tc_dev_flush(a), 0);
+	assert_int_equal(tc_array_fail_member(a, 1), 0);
+	struct tc_array_status st;
+	assert_int_equal(tc_array_status(a, &st), 0);
+	assert_true(st.failed);
+	tc_dev_close(a);
+
+	/* Unforced: refused (it stopped dirty, and is degraded), nothing written. */
+	uint8_t before[3][8192], after[8192];
+	for (unsigned i = 0; i < 3; i++)
+		file_head(f, i, before[i], sizeof(before[i]));
+	assert_int_equal(assemble(f, idx, 3, 0, &a), -EUCLEAN);
+	for (unsigned i = 0; i < 3; i++) {
+		file_head(f, i, after, sizeof(after));
+		assert_memory_equal(before[i], after, sizeof(after));
+	}
+
+	/* Forced: member 1 back, member 0 left out, the degraded writes there. */
+	struct all_log *l = calloc(1, sizeof(*l));
+	tc_ctx_set_log(f->ctx, all_sink, l, TC_LOG_INFO);
+	assert_int_equal(assemble(f, idx, 3, TC_ARRAY_FORCE, &a), 0);
+	tc_ctx_set_log(f->ctx, t_log_sink, &f->log, TC_LOG_INFO);
+	char expect[512];
+	snprintf(expect, sizeof(expect), "array r5: forced: member %s (slot 1, event count",
+		 f->path[1]);
+	if (!strstr(l->text, expect) ||
+	    !strstr(l->text, "lacks every write made after it left")) {
+		print_error("log:\n%s\nexpected: %s\n", l->text, expect);
+		fail();
+	}
+	free(l);
+	assert_int_equal(tc_array_status(a, &st), 0);
+	assert_true(st.degraded);
+	assert_false(st.failed);
+	assert_int_equal(st.member[0].state, TC_MEMBER_FAULTY);
+	assert_int_equal(st.member[1].state, TC_MEMBER_ACTIVE);
+	assert_string_equal(st.member[1].name, f->path[1]);
+	struct tc_array_identity id;
+	assert_int_equal(tc_array_identity(a, &id), 0);
+	assert_int_equal(id.nleft, 1);
+	assert_string_equal(id.left[0].device, f->path[0]);
+	assert_int_equal(tc_dev_pread(a, r, len, 0), 0);
+	assert_memory_equal(w, r, len);
+	tc_dev_close(a);
+
+	/* Recorded: it assembles unforced now, degraded, member 1 in its slot. */
+	assert_int_equal(assemble(f, idx, 3, 0, &a), 0);
+	assert_int_equal(tc_array_status(a, &st), 0);
+	assert_true(st.degraded);
+	assert_int_equal(st.member[1].state, TC_MEMBER_ACTIVE);
+	assert_int_equal(tc_dev_pread(a, r, len, 0), 0);
+	assert_memory_equal(w, r, len);
+	tc_dev_close(a);
+
+	/* Forced again, with enough members: member 0 stays out. */
+	assert_int_equal(assemble(f, idx, 3, TC_ARRAY_FORCE, &a), 0);
+	assert_int_equal(tc_array_status(a, &st), 0);
+	assert_int_equal(st.member[0].state, TC_MEMBER_FAULTY);
+	tc_dev_close(a);
+	free(w);
+	free(r);
+}
+
 static void test_stale_named(void **state)
 {
 	struct fx *f = *state;
@@ -875,6 +959,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_rebuild_rates_kept, fx_setup, fx_teardown),
 		cmocka_unit_test_setup_teardown(test_stale_member, fx_setup, fx_teardown),
 		cmocka_unit_test_setup_teardown(test_stale_named, fx_setup, fx_teardown),
+		cmocka_unit_test_setup_teardown(test_force_takes_stale_back, fx_setup,
+						fx_teardown),
 		cmocka_unit_test_setup_teardown(test_dirty_degraded, fx_setup, fx_teardown),
 		cmocka_unit_test_setup_teardown(test_absent_member, fx_setup, fx_teardown),
 		cmocka_unit_test_setup_teardown(test_readonly_writes_nothing, fx_setup, fx_teardown),
