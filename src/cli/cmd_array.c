@@ -163,12 +163,15 @@ static void print_array(json_object *a)
 	char p[32], e[32];
 	if (strcmp(sync, "idle") && strcmp(sync, "-")) {
 		uint64_t eta = cli_ju64(a, "sync_eta_ns") / 1000000000ull;
-		printf("  %s: %s of %s (%.1f%%), %.1f MB/s per member, ETA %s", sync,
+		/* Every row done, the pass still open: its last flush and superblocks. */
+		bool finishing = end && pos >= end;
+		printf("  %s: %s of %s (%.1f%%), %.1f MB/s per member, %s", sync,
 		       tc_size_format(pos, p, sizeof(p)), tc_size_format(end, e, sizeof(e)),
 		       end ? 100.0 * (double)pos / (double)end : 0.0,
 		       (double)cli_ju64(a, "sync_rate") / 1e6,
-		       cli_ju64(a, "sync_eta_ns") ? "" : "unknown");
-		if (cli_ju64(a, "sync_eta_ns"))
+		       finishing ? "finishing (recording the end)"
+		       : cli_ju64(a, "sync_eta_ns") ? "ETA " : "ETA unknown");
+		if (!finishing && cli_ju64(a, "sync_eta_ns"))
 			printf("%" PRIu64 "m%02" PRIu64 "s", eta / 60, eta % 60);
 		if (strcmp(sync, "rebuild"))
 			printf(", %" PRIu64 " mismatches so far", cli_ju64(a, "mismatches"));
