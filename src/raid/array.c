@@ -1161,8 +1161,15 @@ static bool array_zeroes_split(struct tc_array *a, struct tc_io *io)
 	raid_map_written_counts(a, &regions, &written, &rbytes);
 	if (!regions || written == regions || !io->length)
 		return false;
-	uint64_t unit = a->level->parity ? (rbytes >> a->chunk_shift) * a->chunk *
-			(a->n - a->level->parity) : a->chunk;
+	/* A unit: the array bytes of one region of member space, whole rows of chunks
+	 * (a region holds rbytes / chunk rows).  A row holds n - parity data chunks, or
+	 * on mirrors n / copies chunks when the near layout's rows do not wrap (RAID 1:
+	 * one, a unit is a region); where they wrap, one chunk at a time. */
+	unsigned row_chunks = a->level->parity ? a->n - a->level->parity
+		: a->copies && a->n % a->copies == 0 ? a->n / a->copies : 0;
+	uint64_t unit = row_chunks ? (rbytes >> a->chunk_shift) * a->chunk * row_chunks : 0;
+	if (!unit)
+		unit = a->chunk;
 	uint64_t end = io->offset + io->length;
 	struct { uint64_t lo, hi; } *run = NULL;
 	unsigned nruns = 0, cap = 0;

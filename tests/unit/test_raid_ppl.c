@@ -1251,6 +1251,7 @@ static void test_zeroes_unwritten(void **state)
 	zeroes_case(f, TC_RAID5, 0);
 	zeroes_case(f, TC_RAID6, 0);
 	zeroes_case(f, TC_RAID10, 0);
+	zeroes_case(f, TC_RAID1, 0);
 	zeroes_case(f, TC_RAID5, TC_ARRAY_ALL_WRITTEN);
 }
 
