@@ -13,7 +13,9 @@
 #include <errno.h>
 #include <stdatomic.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
+#include <unistd.h>
 
 /* One request budget shared by the devices of one run: @used counts every request
  * submitted, @limit how many pass (UINT64_MAX: all; 0: none). */
@@ -103,6 +105,54 @@ static inline bool cut_budget_done(struct cut_budget *b, uint64_t n)
 	bool within = cut_budget_within(b, n);
 	atomic_store(&b->limit, 0);
 	return within;
+}
+
+/* ---- the files of a cut test ---------------------------------------------------- */
+
+#define CUT_FILES 6   /* device files per test, at most */
+
+/* Device files DIR/d0 ... and, for each, DIR/dN.saved: the files as the test's
+ * prepare step left them, put back before every cut. */
+struct cut_files {
+	char dir[256];
+	char path[CUT_FILES][300];
+	char saved[CUT_FILES][310];
+};
+
+/* cut_files_setup - a new folder TMPDIR/@prefix-XXXXXX (TMPDIR defaults to /dev/shm
+ * when writable: the tests make and sync thousands of small sparse files, minutes on a
+ * shared disk) and the names in it.  Needs helpers.h. */
+static inline void cut_files_setup(struct cut_files *cf, const char *prefix)
+{
+	if (!getenv("TMPDIR") && access("/dev/shm", W_OK) == 0)
+		setenv("TMPDIR", "/dev/shm", 0);
+	assert_int_equal(t_mkdtemp(cf->dir, sizeof(cf->dir), prefix), 0);
+	for (unsigned i = 0; i < CUT_FILES; i++) {
+		snprintf(cf->path[i], sizeof(cf->path[i]), "%s/d%u", cf->dir, i);
+		snprintf(cf->saved[i], sizeof(cf->saved[i]), "%s.saved", cf->path[i]);
+	}
+}
+
+/* Copy file @from to @to, holes kept (or remove @to when @from is missing). */
+static inline void cut_copy_file(const char *from, const char *to)
+{
+	char cmd[700];
+	snprintf(cmd, sizeof(cmd), "rm -f '%s'; if [ -e '%s' ]; then cp --sparse=always '%s' "
+		 "'%s'; fi", to, from, from, to);
+	assert_int_equal(system(cmd), 0);
+}
+
+/* cut_files_save / cut_files_restore - files 0 .. @n-1 to their saved copies, back. */
+static inline void cut_files_save(const struct cut_files *cf, unsigned n)
+{
+	for (unsigned i = 0; i < n; i++)
+		cut_copy_file(cf->path[i], cf->saved[i]);
+}
+
+static inline void cut_files_restore(const struct cut_files *cf, unsigned n)
+{
+	for (unsigned i = 0; i < n; i++)
+		cut_copy_file(cf->saved[i], cf->path[i]);
 }
 
 #endif /* TC_TEST_CUT_DEV_H */

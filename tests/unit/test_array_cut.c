@@ -38,7 +38,7 @@
 #define CHUNK 4096u
 #define DATA (32u * 1024u)                      /* array data per member, bytes */
 #define MSIZE (TC_ARRAY_DATA_OFFSET + DATA)     /* member files, sparse */
-#define NDEV 6                                  /* members and the spare / successor */
+#define NDEV CUT_FILES                   /* members and the spare / successor */
 #define MAX_CUTS 3000
 
 enum aop { OP_CREATE, OP_ADD_SPARE, OP_REPLACE, OP_TAKEOVER, OP_REMOVE_SPARE, OP_REPAIR };
@@ -48,9 +48,7 @@ static const char *const op_names[] = { "create array (over an old array)", "add
 	"remove the spare", "repair (a check rewriting the mismatched parity or copy)" };
 
 struct fx {
-	char dir[256];
-	char path[NDEV][300];
-	char saved[NDEV][310];  /* the files as prepare() left them */
+	struct cut_files cf;     /* the device files, and as prepare() left them */
 	struct t_log log;
 	enum tc_raid_level_id level;
 	unsigned n;             /* members; device n is the spare / the successor */
@@ -81,7 +79,7 @@ static tc_dev *open_file(tc_ctx *ctx, const char *path, unsigned flags)
 static void damage_redundancy(struct fx *f, tc_ctx *ctx)
 {
 	unsigned victim = f->level == TC_RAID1 ? 1 : f->n - 1;
-	tc_dev *d = open_file(ctx, f->path[victim], 0);
+	tc_dev *d = open_file(ctx, f->cf.path[victim], 0);
 	uint8_t *junk = aligned_alloc(4096, CHUNK);
 	assert_non_null(junk);
 	memset(junk, 0xa5, CHUNK);
@@ -92,7 +90,7 @@ static void damage_redundancy(struct fx *f, tc_ctx *ctx)
 
 	tc_dev *m[NDEV], *a;
 	for (unsigned i = 0; i < f->n; i++)
-		m[i] = open_file(ctx, f->path[i], 0);
+		m[i] = open_file(ctx, f->cf.path[i], 0);
 	assert_int_equal(tc_array_assemble(ctx, m, f->n, 0, &a), 0);
 	if (f->level != TC_RAID1) {
 		static uint8_t back[sizeof(pattern)];
@@ -117,8 +115,8 @@ static void prepare(struct fx *f, enum aop op)
 	struct tc_array_opts o = { .level = f->level, .chunk = CHUNK };
 
 	for (unsigned i = 0; i <= f->n; i++) {
-		unlink(f->path[i]);
-		m[i] = open_file(ctx, f->path[i], TC_DEV_CREATE);
+		unlink(f->cf.path[i]);
+		m[i] = open_file(ctx, f->cf.path[i], TC_DEV_CREATE);
 	}
 	unsigned spares = op == OP_TAKEOVER || op == OP_REMOVE_SPARE ? 1 : 0;
 	if (!spares)
@@ -148,7 +146,7 @@ static void run_open(struct fx *f, struct run *r, uint64_t n)
 	r->ctx = t_ctx(TC_CTX_DETERMINISTIC, n + 1, TC_LOG_ERROR, &f->log);
 	atomic_store(&r->b.limit, UINT64_MAX);
 	for (unsigned i = 0; i <= f->n; i++) {
-		assert_int_equal(tc_dev_new_crash(r->ctx, f->path[i], 0, 0, n * NDEV + i + 1,
+		assert_int_equal(tc_dev_new_crash(r->ctx, f->cf.path[i], 0, 0, n * NDEV + i + 1,
 						  &r->crash[i]), 0);
 		r->cut[i] = cut_new(r->ctx, r->crash[i], &r->b);
 	}
@@ -262,7 +260,7 @@ static unsigned reopen(struct fx *f, tc_ctx *ctx, const char *name, tc_dev **dev
 {
 	unsigned k = 0;
 	for (unsigned i = 0; i <= f->n; i++) {
-		tc_dev *d = open_file(ctx, f->path[i], 0);
+		tc_dev *d = open_file(ctx, f->cf.path[i], 0);
 		struct tc_array_member_info mi;
 		int r = tc_array_examine(ctx, d, &mi);
 		if (r == 1 && !strcmp(mi.name, name)) {
@@ -299,21 +297,29 @@ static void check_degraded(struct fx *f, const uint8_t *want, uint64_t n, enum a
 	}
 }
 
+/* The array "a" assembled after the cut from the devices holding its superblock (as
+ * the host groups them); fails the test, naming @op and @n, when it does not. */
+static tc_dev *assemble_after(struct fx *f, tc_ctx *ctx, enum aop op, uint64_t n)
+{
+	tc_dev *devs[NDEV], *a;
+	unsigned which[NDEV];
+	unsigned k = reopen(f, ctx, "a", devs, which);
+	int r = tc_array_assemble(ctx, devs, k, 0, &a);
+	if (r)
+		fail_msg("%s, cut after %llu requests: the array does not assemble from its %u "
+			 "devices (%d: %s)", op_names[op], (unsigned long long)n, k, r,
+			 f->log.last);
+	return a;
+}
+
 /* After a repair cut: the array assembles; old (the mismatch still there) or new
  * (repaired); the data chunks were never written (RAID 5/6 read the pattern at once);
  * the repair run again finds the one mismatch or none and leaves none, and the array
  * reads the pattern. */
 static void check_repair(struct fx *f, tc_ctx *ctx, uint64_t n, bool done)
 {
-	tc_dev *devs[NDEV], *a;
-	unsigned which[NDEV];
 	struct tc_array_status st;
-	unsigned k = reopen(f, ctx, "a", devs, which);
-	int r = tc_array_assemble(ctx, devs, k, 0, &a);
-	if (r)
-		fail_msg("%s, cut after %llu requests: the array does not assemble from its %u "
-			 "devices (%d: %s)", op_names[OP_REPAIR], (unsigned long long)n, k, r,
-			 f->log.last);
+	tc_dev *a = assemble_after(f, ctx, OP_REPAIR, n);
 	if (f->level != TC_RAID1)
 		check_data(f, a, pattern, n, OP_REPAIR, "old or new", "at assembly");
 	/* What an admin does after the restart, once the resync of an unclean shutdown
@@ -390,7 +396,7 @@ static void check_after(struct fx *f, enum aop op, uint64_t n, bool done)
 			/* What the documentation says to do: create again, forced. */
 			tc_dev *m[NDEV];
 			for (unsigned i = 0; i <= f->n; i++)
-				m[i] = open_file(ctx, f->path[i], 0);
+				m[i] = open_file(ctx, f->cf.path[i], 0);
 			struct tc_array_opts o = { .level = f->level, .chunk = CHUNK };
 			assert_int_equal(tc_array_create(ctx, "new", &o, m, f->n, &m[f->n], 1,
 							 TC_ARRAY_FORCE, &a), 0);
@@ -407,15 +413,10 @@ static void check_after(struct fx *f, enum aop op, uint64_t n, bool done)
 		check_degraded(f, pattern, n, op, "repaired again", "a");
 		return;
 	}
-	unsigned k = reopen(f, ctx, "a", devs, which);
-	int r = tc_array_assemble(ctx, devs, k, 0, &a);
-	if (r)
-		fail_msg("%s, cut after %llu requests: the array does not assemble from its %u "
-			 "devices (%d: %s)", op_names[op], (unsigned long long)n, k, r,
-			 f->log.last);
+	a = assemble_after(f, ctx, op, n);
 	assert_int_equal(tc_array_status(a, &st), 0);
 	assert_int_equal(tc_array_identity(a, &id), 0);
-	const char *succ = f->path[f->n];
+	const char *succ = f->cf.path[f->n];
 	const char *state;
 	switch (op) {
 	case OP_ADD_SPARE:
@@ -473,15 +474,6 @@ static void check_after(struct fx *f, enum aop op, uint64_t n, bool done)
 	check_degraded(f, pattern, n, op, state, "a");
 }
 
-/* Copy file @from to @to, holes kept (or remove @to when @from is missing). */
-static void copy_file(const char *from, const char *to)
-{
-	char cmd[700];
-	snprintf(cmd, sizeof(cmd), "rm -f '%s'; if [ -e '%s' ]; then cp --sparse=always '%s' "
-		 "'%s'; fi", to, from, from, to);
-	assert_int_equal(system(cmd), 0);
-}
-
 static void cut_every_request(struct fx *f, enum aop op, enum tc_raid_level_id level,
 			      unsigned members)
 {
@@ -491,11 +483,9 @@ static void cut_every_request(struct fx *f, enum aop op, enum tc_raid_level_id l
 		pattern[i] = (uint8_t)(i * 7 + 3 + (i >> 12));
 	uint64_t n;
 	prepare(f, op);
-	for (unsigned i = 0; i <= f->n; i++)
-		copy_file(f->path[i], f->saved[i]);
+	cut_files_save(&f->cf, f->n + 1);
 	for (n = 0; n < MAX_CUTS; n++) {
-		for (unsigned i = 0; i <= f->n; i++)
-			copy_file(f->saved[i], f->path[i]);
+		cut_files_restore(&f->cf, f->n + 1);
 		bool done = run_cut(f, op, n);
 		if (getenv("TC_CUT_VERBOSE"))
 			fprintf(stderr, "%s: cut after %llu: %s\n", op_names[op],
@@ -529,15 +519,7 @@ static int setup(void **state)
 {
 	struct fx *f = calloc(1, sizeof(*f));
 	assert_non_null(f);
-	/* Thousands of small sparse files made and synced: in memory when it can (on a
-	 * shared disk the syncs take minutes), unless TMPDIR says where. */
-	if (!getenv("TMPDIR") && access("/dev/shm", W_OK) == 0)
-		setenv("TMPDIR", "/dev/shm", 0);
-	assert_int_equal(t_mkdtemp(f->dir, sizeof(f->dir), "tc-array-cut"), 0);
-	for (unsigned i = 0; i < NDEV; i++)
-		snprintf(f->path[i], sizeof(f->path[i]), "%s/d%u", f->dir, i);
-	for (unsigned i = 0; i < NDEV; i++)
-		snprintf(f->saved[i], sizeof(f->saved[i]), "%s.saved", f->path[i]);
+	cut_files_setup(&f->cf, "tc-array-cut");
 	*state = f;
 	return 0;
 }
@@ -545,7 +527,7 @@ static int setup(void **state)
 static int teardown(void **state)
 {
 	struct fx *f = *state;
-	assert_int_equal(t_rm_rf(f->dir), 0);
+	assert_int_equal(t_rm_rf(f->cf.dir), 0);
 	free(f);
 	return 0;
 }

@@ -48,7 +48,7 @@
 #define POOL_DATA (8u * MIB)                          /* pool data per member */
 #define MSIZE (TC_ARRAY_DATA_OFFSET + POOL_DATA)      /* member files, sparse */
 #define HDD_SIZE (16u * MIB)
-#define MAXDEV 6
+#define MAXDEV CUT_FILES
 /* The pool of the run: its level and members; device g_members is its hot spare,
  * the next one the backing. */
 static enum tc_raid_level_id g_level;
@@ -65,9 +65,7 @@ static unsigned g_members;
 #define HELD_LEN (64u * 1024u)
 
 struct fx {
-	char dir[256];
-	char path[MAXDEV][300];
-	char saved[MAXDEV][310];  /* the files as prepare() left them */
+	struct cut_files cf;     /* the device files, and as prepare() left them */
 	struct t_log log;
 };
 
@@ -105,15 +103,15 @@ static void prepare(struct fx *f)
 	struct tc_array_opts o = { .level = g_level };
 
 	for (unsigned i = 0; i < NDEV; i++)
-		unlink(f->path[i]);
+		unlink(f->cf.path[i]);
 	for (unsigned i = 0; i < NPOOL; i++)
-		m[i] = open_file(ctx, f->path[i], MSIZE, TC_DEV_CREATE);
+		m[i] = open_file(ctx, f->cf.path[i], MSIZE, TC_DEV_CREATE);
 	assert_int_equal(tc_array_create(ctx, "pool", &o, m, g_members, &m[SPARE], 1, 0,
 					 &pool), 0);
 	struct tc_cache_opts co;
 	tc_cache_opts_default(&co);
 	assert_int_equal(tc_cache_format(ctx, pool, &co), 0);
-	hdd = open_file(ctx, f->path[HDD], HDD_SIZE, TC_DEV_CREATE);
+	hdd = open_file(ctx, f->cf.path[HDD], HDD_SIZE, TC_DEV_CREATE);
 	struct tc_volume_settings s;
 	tc_volume_settings_default(&s);
 	s.write_policy = TC_WP_WB;
@@ -165,7 +163,7 @@ static bool run_cut(struct fx *f, uint64_t n, bool *held_done)
 	r.ctx = t_ctx(TC_CTX_DETERMINISTIC, n + 1, TC_LOG_ERROR, &f->log);
 	atomic_store(&r.b.limit, UINT64_MAX);
 	for (unsigned i = 0; i < NDEV; i++) {
-		assert_int_equal(tc_dev_new_crash(r.ctx, f->path[i], 0, 0, n * NDEV + i + 1,
+		assert_int_equal(tc_dev_new_crash(r.ctx, f->cf.path[i], 0, 0, n * NDEV + i + 1,
 						  &r.crash[i]), 0);
 		r.cut[i] = cut_new(r.ctx, r.crash[i], &r.b);
 	}
@@ -278,7 +276,7 @@ static void check_after(struct fx *f, uint64_t n, bool done, bool held_done)
 	tc_dev *devs[MAXDEV], *pool, *hdd;
 	unsigned k = 0;
 	for (unsigned i = 0; i < NPOOL; i++) {
-		tc_dev *d = open_file(ctx, f->path[i], MSIZE, 0);
+		tc_dev *d = open_file(ctx, f->cf.path[i], MSIZE, 0);
 		struct tc_array_member_info mi;
 		if (tc_array_examine(ctx, d, &mi) == 1 && !strcmp(mi.name, "pool"))
 			devs[k++] = d;
@@ -291,7 +289,7 @@ static void check_after(struct fx *f, uint64_t n, bool done, bool held_done)
 			 "devices (%d: %s)", (unsigned long long)n, k, r, f->log.last);
 	struct tc_array_status st;
 	assert_int_equal(tc_array_status(pool, &st), 0);
-	const char *spare = f->path[SPARE];
+	const char *spare = f->cf.path[SPARE];
 	bool in_slot = st.member[VICTIM].name && !strcmp(st.member[VICTIM].name, spare);
 	const char *state = !in_slot ? "old"
 		: st.member[VICTIM].state == TC_MEMBER_ACTIVE ? "new" : "rebuilding (resumed)";
@@ -305,7 +303,7 @@ static void check_after(struct fx *f, uint64_t n, bool done, bool held_done)
 	if (r)
 		fail_msg("cut after %llu requests (%s): the cache does not open on the pool "
 			 "(%d: %s)", (unsigned long long)n, state, r, f->log.last);
-	hdd = open_file(ctx, f->path[HDD], HDD_SIZE, 0);
+	hdd = open_file(ctx, f->cf.path[HDD], HDD_SIZE, 0);
 	r = tc_cache_attach(c, hdd, NULL, 0, &v);
 	if (r)
 		fail_msg("cut after %llu requests (%s): the volume does not attach (%d: %s)",
@@ -355,15 +353,6 @@ static void check_after(struct fx *f, uint64_t n, bool done, bool held_done)
 	tc_ctx_free(ctx);
 }
 
-/* Copy file @from to @to, holes kept (or remove @to when @from is missing). */
-static void copy_file(const char *from, const char *to)
-{
-	char cmd[700];
-	snprintf(cmd, sizeof(cmd), "rm -f '%s'; if [ -e '%s' ]; then cp --sparse=always '%s' "
-		 "'%s'; fi", to, from, from, to);
-	assert_int_equal(system(cmd), 0);
-}
-
 static void cut_every_request(struct fx *f, enum tc_raid_level_id level, unsigned members)
 {
 	g_level = level;
@@ -373,12 +362,10 @@ static void cut_every_request(struct fx *f, enum tc_raid_level_id level, unsigne
 	for (size_t i = 0; i < sizeof(held_data); i++)
 		held_data[i] = (uint8_t)(i * 13 + 5 + (i >> 12));
 	prepare(f);
-	for (unsigned i = 0; i < NDEV; i++)
-		copy_file(f->path[i], f->saved[i]);
+	cut_files_save(&f->cf, NDEV);
 	uint64_t n;
 	for (n = 0; n < MAX_CUTS; n++) {
-		for (unsigned i = 0; i < NDEV; i++)
-			copy_file(f->saved[i], f->path[i]);
+		cut_files_restore(&f->cf, NDEV);
 		bool held_done;
 		bool done = run_cut(f, n, &held_done);
 		if (getenv("TC_CUT_VERBOSE"))
@@ -406,14 +393,7 @@ static int setup(void **state)
 {
 	struct fx *f = calloc(1, sizeof(*f));
 	assert_non_null(f);
-	/* Many small sparse files made and synced: in memory when it can. */
-	if (!getenv("TMPDIR") && access("/dev/shm", W_OK) == 0)
-		setenv("TMPDIR", "/dev/shm", 0);
-	assert_int_equal(t_mkdtemp(f->dir, sizeof(f->dir), "tc-pool-cut"), 0);
-	for (unsigned i = 0; i < MAXDEV; i++) {
-		snprintf(f->path[i], sizeof(f->path[i]), "%s/d%u", f->dir, i);
-		snprintf(f->saved[i], sizeof(f->saved[i]), "%s.saved", f->path[i]);
-	}
+	cut_files_setup(&f->cf, "tc-pool-cut");
 	*state = f;
 	return 0;
 }
@@ -421,7 +401,7 @@ static int setup(void **state)
 static int teardown(void **state)
 {
 	struct fx *f = *state;
-	assert_int_equal(t_rm_rf(f->dir), 0);
+	assert_int_equal(t_rm_rf(f->cf.dir), 0);
 	free(f);
 	return 0;
 }
