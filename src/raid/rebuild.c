@@ -1151,9 +1151,10 @@ int tc_array_remove(tc_dev *array, const char *name)
 	 * faulty member's is left out there by the records (and kept, for inspection). */
 	int r = spare ? array_sb_forget(a, d->dev) : 0;
 	if (r)
-		tc_warn(a->dev.ctx, "array %s: spare %s: erasing its superblock failed (%s): "
-			"the next assembly takes it back as a spare if it is given (zero its "
-			"first 8 KiB, or reuse it with --force)", a->dev.name, d->dev->name, strerror(-r));
+		tc_warn(a->dev.ctx, "array %s: spare %s: erasing its superblock failed "
+			"(%s): the next assembly takes it back as a spare if it is given "
+			"(zero its first 8 KiB, or reuse it with --force)", a->dev.name,
+			d->dev->name, strerror(-r));
 	tc_info(a->dev.ctx, "array %s: %s removed", a->dev.name, d->dev->name);
 	tc_dev_close(d->dev);
 	free(d);

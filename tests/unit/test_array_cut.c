@@ -5,9 +5,9 @@
  * replace (its start, every window and checkpoint of the copy, its completion), and a
  * member failure with a hot spare (the spare's takeover of the slot, the rebuild's
  * checkpoints, its end), the removal of a spare, and a repair (md's "repair" sync
- * action) of a damaged parity chunk or copy.  Each runs on crash devices behind the cutter of cut_dev.h,
- * which lets N requests through (counted over every device together) and fails the
- * later ones; the crash devices then keep a seed-chosen part of what was not flushed.
+ * action) of a damaged parity chunk or copy.  Each runs on crash devices behind the
+ * cutter of cut_dev.h, which lets N requests through (counted over every device
+ * together) and fails the later ones; the crash devices then keep a seed-chosen part of what was not flushed.
  * For N = 0, 1, 2, ... until the operation completes uncut, the files are
  * "rebooted": opened again, the devices holding a member superblock of the array
  * assembled (as the host groups them), and checked: the array assembles; it is in
