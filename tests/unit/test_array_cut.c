@@ -215,6 +215,7 @@ static bool run_cut(struct fx *f, enum aop op, uint64_t n)
 		ret = tc_array_remove(a, succ);
 		break;
 	case OP_REPAIR:
+		tc_dev_close(r.cut[f->n]);   /* device n takes no part: its cutter goes */
 		ret = tc_array_check(a, true);
 		break;
 	case OP_TAKEOVER:
