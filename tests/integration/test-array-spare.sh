@@ -202,5 +202,18 @@ ctl array check r5 >/dev/null
 wait_until 40 active
 [ "$(ctl array status --json r5 | json_get - arrays 0 mismatches)" = 0 ] ||
 	fail "mismatches after the resumed rebuild: $(ctl array status r5)"
+
+log "a removed spare is left blank; still among serve's devices, it is ignored"
+truncate -s 64M s3
+ctl array add-spare r5 s3 >/dev/null
+ctl array remove r5 s3 >/dev/null
+stop_server
+serve s1 s0 s2 d2 s3 2>serve.err
+grep -q "warning: device $T/s3: is empty (no tiercache superblock): ignored" serve.err ||
+	fail "no warning for the blank device: $(cat serve.err)"
+[ "$(ctl array status --json r5 | json_get - arrays 0 state)" = active ] ||
+	fail "not active with a blank device listed: $(ctl array status r5)"
+# shellcheck disable=SC2086
+fio_nbd v5 v9 $W $COMMON --randseed=93 --offset=56m --size=8m --verify_only
 stop_server
 log "ok"
