@@ -1402,16 +1402,17 @@ int tc_array_status(tc_dev *array, struct tc_array_status *st);
 int tc_array_add_spare(tc_dev *array, tc_dev *spare);
 
 /*
- * tc_array_remove - take the device named @name (as in tc_array_status) out of
- * @array and close it: a spare, a member retired (faulty and taken over, replaced),
+ * tc_array_remove - take the device named @name (as in tc_array_status; or a slot
+ * number, the device in that slot) out of @array and close it: a spare, a member retired (faulty and taken over, replaced),
  * or a faulty member still in its slot (the slot then stays empty until a spare
  * arrives).  A spare's member superblock is erased first (both copies; a failure to
  * is logged and the spare removed all the same): the members' records list slots,
  * not spares, so an assembly given the device would take it back as a spare.  A
  * retired or faulty member keeps its superblock, which the records leave out.
  * Errors: -ENOENT no such device; -EBUSY the device is active or rebuilding (fail it
- * first), or still has requests in flight (retry); -EINVAL not an array.  Nothing
- * changes on error.
+ * first), or still has requests in flight (retry); -EINVAL not an array, or @name is
+ * the placeholder of a member missing since the assembly ("missing:slotN": no
+ * device).  Nothing changes on error.
  */
 int tc_array_remove(tc_dev *array, const char *name);
 

@@ -419,10 +419,13 @@ static const char help[] =
 "\n"
 "    `array remove NAME MEMBER` takes a spare, a faulty member, or a member retired\n"
 "    by a spare or a replace out of the array and closes it (MEMBER: its device as\n"
-"    `array status` names it).  A spare's array superblock is erased, so that it is\n"
-"    blank afterwards and no later assembly takes it back; a faulty or retired\n"
-"    member keeps its superblock, which the array's records leave out.  An active or\n"
-"    rebuilding member is refused: fail it first.\n"
+"    `array status` names it, or a slot number for the device in that slot).  A\n"
+"    spare's array superblock is erased, so that it is blank afterwards and no later\n"
+"    assembly takes it back (`serve` ignores a blank device with a warning); a\n"
+"    faulty or retired member keeps its superblock, which the array's records leave\n"
+"    out.  An active or rebuilding member is refused: fail it first.  A member\n"
+"    missing since the assembly (missing:slotN) has no device to remove: a spare\n"
+"    (`array add-spare`) rebuilds into its slot.\n"
 "\n"
 "    `array replace NAME SLOT DEVICE` copies the member in SLOT onto DEVICE (opened as\n"
 "    by add-spare) while the member stays in service, then retires the member: the\n"
@@ -522,6 +525,9 @@ static json_object *call(const char *control, json_object *req, json_object **re
  * file of that name exists. */
 static bool is_device(const char *arg)
 {
+	/* The place of a member missing at assembly, as the array names it. */
+	if (!strncmp(arg, "missing:slot", 12))
+		return false;
 	return strchr(arg, '/') || strchr(arg, ':') || access(arg, F_OK) == 0;
 }
 
@@ -664,8 +670,8 @@ static const char *server_spec(const char *dev, char *abs, size_t len)
 	return cli_abs_spec_named(dev, abs, len) == 0 ? abs : dev;
 }
 
-/* Send @req (consumed) and print the array of the answer: JSON, or @what and a short
- * status line. */
+/* Send @req (consumed) and print the array of the answer: JSON, or @what (NULL: the
+ * answer's "removed" device) and a short status line. */
 static int array_change(const char *control, json_object *req, bool json, const char *name,
 			const char *what)
 {
@@ -681,6 +687,11 @@ static int array_change(const char *control, json_object *req, bool json, const 
 		json_object *jr;
 		json_object_object_get_ex(res, "redundancy", &jr);
 		int red = jr && json_object_get_int(jr) > 0 ? json_object_get_int(jr) : 0;
+		char removed[4096 + 16];
+		if (!what) {   /* array remove: the device the server took out */
+			snprintf(removed, sizeof(removed), "%s removed", cli_jstr(res, "removed"));
+			what = removed;
+		}
 		printf("array %s: %s; the array is %s (survives %d more member failure%s)", name,
 		       what, cli_jstr(res, "state"), red, red == 1 ? "" : "s");
 		if (strcmp(cli_jstr(res, "sync"), "idle"))
@@ -720,14 +731,13 @@ static int array_remove(int argc, char **argv, const char *control, bool json)
 	if (argc - optind != 2)
 		return cli_usage("array remove: expected NAME MEMBER");
 	const char *name = argv[optind];
-	char abs[PATH_MAX], what[PATH_MAX + 32];
+	char abs[PATH_MAX];
 	const char *m = argv[optind + 1];
 	if (is_device(m))
 		m = server_spec(m, abs, sizeof(abs));
 	json_object *req = array_req("array_remove", name);
 	json_object_object_add(req, "member", json_object_new_string(m));
-	snprintf(what, sizeof(what), "%s removed", m);
-	return array_change(control, req, json, name, what);
+	return array_change(control, req, json, name, NULL);
 }
 
 static int array_replace(int argc, char **argv, const char *control, bool json, bool force)

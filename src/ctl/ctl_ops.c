@@ -998,7 +998,8 @@ static json_object *op_array_add_spare(tc_host *h, json_object *req)
 	return array_result(a, "added", json_object_new_string(spec));
 }
 
-/* "member": a spare or a faulty or retired member, by its device name. */
+/* "member": a spare or a faulty or retired member, by its device name, or a slot
+ * number (the device in that slot).  "removed": the device's name. */
 static json_object *op_array_remove(tc_host *h, json_object *req)
 {
 	json_object *err = NULL;
@@ -1006,10 +1007,22 @@ static json_object *op_array_remove(tc_host *h, json_object *req)
 	const char *m = a ? req_string(req, "member", &err) : NULL;
 	if (!m)
 		return err;
+	char name[4096];
+	snprintf(name, sizeof(name), "%s", m);
+	char *end;
+	unsigned long slot = strtoul(m, &end, 10);
+	struct tc_array_status *st = *m >= '0' && *m <= '9' && !*end ? malloc(sizeof(*st))
+								      : NULL;
+	if (st) {
+		tc_array_status(a, st);
+		if (slot < st->members && st->member[slot].name)
+			snprintf(name, sizeof(name), "%s", st->member[slot].name);
+		free(st);
+	}
 	int r = tc_array_remove(a, m);
 	if (r)
 		return ctl_error(-r, NULL);   /* the library's message names the device */
-	return array_result(a, "removed", json_object_new_string(m));
+	return array_result(a, "removed", json_object_new_string(name));
 }
 
 /* "slot": the member's slot number (or "member": its device); "device": the new one. */

@@ -1089,9 +1089,23 @@ int tc_array_remove(tc_dev *array, const char *name)
 	int ret = -ENOENT;
 	const char *why = NULL;
 	bool spare = false;
+	char *end;
+	unsigned long slot = strtoul(name, &end, 10);
+	bool by_slot = *name >= '0' && *name <= '9' && !*end;
 
 	pthread_mutex_lock(&a->lock);
-	for (unsigned i = 0; i < a->nspares && !d; i++)
+	/* A slot number names the device in that slot; a placeholder (a member missing
+	 * at assembly) is no device to take out. */
+	if (by_slot && slot < a->n && a->m[slot].dev)
+		name = a->m[slot].dev->name;
+	for (unsigned i = 0; i < a->n && ret == -ENOENT; i++)
+		if (a->m[i].dev && !strcmp(a->m[i].dev->ops->name, "missing") &&
+		    !strcmp(a->m[i].dev->name, name)) {
+			ret = -EINVAL;
+			why = "stands for a member missing since the assembly, not a device: "
+			      "nothing to remove (`array add-spare` gives the slot one)";
+		}
+	for (unsigned i = 0; i < a->nspares && !d && ret == -ENOENT; i++)
 		if (!strcmp(a->spare[i]->dev->name, name)) {
 			d = a->spare[i];
 			spare = true;
@@ -1139,11 +1153,15 @@ int tc_array_remove(tc_dev *array, const char *name)
 	}
 	pthread_mutex_unlock(&a->lock);
 	if (!d) {
-		if (ret == -ENOENT)
+		if (ret == -ENOENT && by_slot)
+			tc_err(a->dev.ctx, "array %s: no slot %s with a device (slots 0..%u)",
+			       a->dev.name, name, a->n - 1);
+		else if (ret == -ENOENT)
 			tc_err(a->dev.ctx, "array %s: no member or spare named %s", a->dev.name,
 			       name);
 		else
-			tc_err(a->dev.ctx, "array %s: %s %s: not removed", a->dev.name, name, why);
+			tc_err(a->dev.ctx, "array %s: %s %s%s", a->dev.name, name, why,
+			       ret == -EINVAL ? "" : ": not removed");
 		return ret;
 	}
 	tc_dev_unwatch(d->dev, array_member_event_fn, a);

@@ -729,7 +729,10 @@ static void test_refusals(void **state)
 	assert_int_equal(tc_array_check(fx.array, false), -EBUSY);
 	assert_non_null(strstr(last_err, "degraded"));
 	assert_int_equal(tc_array_replace(fx.array, 0, new_member(&fx, MEMBER)), -EBUSY);
-	assert_int_equal(tc_array_remove(fx.array, mi.name), 0);
+	/* By its slot number too. */
+	assert_int_equal(tc_array_remove(fx.array, "3"), -ENOENT);
+	assert_non_null(strstr(last_err, "no slot 3"));
+	assert_int_equal(tc_array_remove(fx.array, "0"), 0);
 	assert_int_equal(tc_array_status(fx.array, &st), 0);
 	assert_string_equal(st.member[0].name, "(removed)");
 	/* The empty slot takes the next spare. */

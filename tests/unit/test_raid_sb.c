@@ -404,6 +404,13 @@ static void test_stale_member(void **state)
 	assert_true(st.degraded);
 	assert_int_equal(st.member[1].state, TC_MEMBER_FAULTY);
 	assert_string_equal(st.member[1].name, "missing:slot1");
+	/* Its place is no device to remove, by name or by slot. */
+	assert_int_equal(tc_array_remove(a, "missing:slot1"), -EINVAL);
+	assert_non_null(strstr(f->log.last, "array r5: missing:slot1 stands for a member "
+				"missing since the assembly, not a device"));
+	assert_int_equal(tc_array_remove(a, "1"), -EINVAL);
+	assert_int_equal(tc_array_status(a, &st), 0);
+	assert_string_equal(st.member[1].name, "missing:slot1");
 	/* The stale member is named in the status, with its slot and why. */
 	struct tc_array_identity id;
 	assert_int_equal(tc_array_identity(a, &id), 0);
