@@ -512,6 +512,11 @@ bool array_sb_hold(struct tc_array *a, struct tc_io *io, int result);
  * 0 or the write's negative errno. */
 int array_sb_forget(struct tc_array *a, tc_dev *dev);
 
+/* array_sb_left_back - @dev, added to @a live (a spare, a replacement), is no longer
+ * "left out": tc_array_identity stops listing the entry of the assembly that left a
+ * device of that name out.  Never blocks for I/O. */
+void array_sb_left_back(struct tc_array *a, const tc_dev *dev);
+
 /* array_sb_keep_rates - take the rebuild rates in force for the superblocks' next
  * write (tc_array_set_rebuild, on the caller's thread). */
 void array_sb_keep_rates(struct tc_array *a);

@@ -1014,8 +1014,10 @@ int tc_array_add_spare(tc_dev *array, tc_dev *spare)
 	 * the array (or the member it took over), not a blank device that the assembly
 	 * refuses (seed 63 of tc-stress --arrays: a spare added and removed before the
 	 * persist timer ran had none). */
-	if (ret == 0)
+	if (ret == 0) {
+		array_sb_left_back(a, spare);
 		sync_persist_now(a, "spare", spare->name);
+	}
 	return ret;
 }
 
@@ -1257,6 +1259,7 @@ int tc_array_replace(tc_dev *array, unsigned i, tc_dev *dev)
 	/* As for a spare: once the call returns, an assembly finds the successor in its
 	 * slot (tc-stress --arrays --write-hole seed 174: a cut right after the replace
 	 * left it without a superblock, and the assembly refused it). */
+	array_sb_left_back(a, dev);
 	sync_persist_now(a, "replacement", dev->name);
 	return 0;
 }

@@ -432,6 +432,7 @@ struct sb_left {
 	unsigned slot;
 	uint64_t events;                /* its superblock's */
 	const char *why;                /* static text */
+	bool back;                      /* added again since (spare, replacement) */
 };
 
 struct sb_priv {
@@ -742,6 +743,19 @@ int array_sb_forget(struct tc_array *a, tc_dev *dev)
 	if (!det)
 		pthread_mutex_unlock(&p->lock);
 	return r;
+}
+
+void array_sb_left_back(struct tc_array *a, const tc_dev *dev)
+{
+	struct sb_priv *p = a->persist_priv;
+
+	if (!p)
+		return;
+	pthread_mutex_lock(&p->lock);
+	for (unsigned i = 0; i < p->nleft; i++)
+		if (!strcmp(p->left[i].name, dev->name))
+			p->left[i].back = true;
+	pthread_mutex_unlock(&p->lock);
 }
 
 bool array_sb_hold(struct tc_array *a, struct tc_io *io, int result)
@@ -1247,7 +1261,7 @@ static void sb_left_add(struct sb_left *left, unsigned *nleft, const char *name,
 	char *copy = strdup(name);
 	if (!copy)
 		return;
-	left[(*nleft)++] = (struct sb_left){ copy, slot, events, why };
+	left[(*nleft)++] = (struct sb_left){ copy, slot, events, why, false };
 }
 
 /* Levels whose forced assembly takes stale members back (md's --force): RAID 1, 5
@@ -1821,10 +1835,13 @@ int tc_array_identity(tc_dev *dev, struct tc_array_identity *id)
 	id->readonly = p->readonly;
 	id->data_offset = p->sb.data_offset;
 	id->rebuild_pos = atomic_load(&a->rebuild_pos);
-	id->nleft = p->nleft;
+	/* Those added again since are in the slot table or the spares now.  (Their
+	 * names stay allocated until the array closes: a caller may hold them.) */
 	for (unsigned i = 0; i < p->nleft; i++)
-		id->left[i] = (struct tc_array_left){ p->left[i].name, p->left[i].slot,
-						      p->left[i].events, p->left[i].why };
+		if (!p->left[i].back)
+			id->left[id->nleft++] = (struct tc_array_left){
+				p->left[i].name, p->left[i].slot, p->left[i].events,
+				p->left[i].why };
 	pthread_mutex_unlock(&p->lock);
 	pthread_mutex_lock(&a->lock);
 	id->nspares = a->nspares;

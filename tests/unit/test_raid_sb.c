@@ -421,6 +421,15 @@ static void test_stale_member(void **state)
 	assert_string_equal(id.left[0].why, "stale");
 	assert_int_equal(tc_dev_pread(a, r, len, 0), 0);
 	assert_memory_equal(w, r, len);
+	/* Added back (a spare that takes its slot and rebuilds), it is not "left out"
+	 * any more. */
+	assert_int_equal(tc_array_add_spare(a, open_m(f, 1, 0)), 0);
+	assert_int_equal(tc_array_identity(a, &id), 0);
+	assert_int_equal(id.nleft, 0);
+	assert_int_equal(tc_array_wait(a), 0);
+	assert_int_equal(tc_array_status(a, &st), 0);
+	assert_false(st.degraded);
+	assert_string_equal(st.member[1].name, f->path[1]);
 	tc_dev_close(a);
 	free(w);
 	free(r);
