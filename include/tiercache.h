@@ -1487,6 +1487,9 @@ int tc_raid_level_parse(const char *s);
                                     * (all zeros, or an array's data when it is
                                     * re-created over its members): write nothing
                                     * there.  With data, add TC_ARRAY_ALL_WRITTEN */
+#define TC_ARRAY_INSPECT 0x10u     /* assemble, with TC_ARRAY_READONLY: open an array
+                                    * with too few members too, failed (every
+                                    * request -EIO), for its status */
 #define TC_ARRAY_ALL_WRITTEN 0x8u  /* create: keep no record of the regions written
                                     * (as arrays made before that record): every
                                     * rebuild then reconstructs the whole members.

@@ -375,6 +375,7 @@ static const char help[] =
 "    older event count; replaced in its slot; recorded faulty) is named on stderr\n"
 "    and listed as `left out` with its slot, the reason and its event count\n"
 "    (`left_out` in --json); a device of another array is named on stderr only.\n"
+"    An array with too few members to start is shown too, failed.\n"
 "    `array status [NAME]` asks the running server (--control) for its arrays, or only\n"
 "    the array NAME.  With --json both print {\"arrays\": [...]}, one object per array\n"
 "    (offline, the one array the members make).\n"
@@ -550,7 +551,7 @@ static int offline(char **specs, unsigned n, bool json, bool rw, bool force)
 	}
 	tc_dev *a;
 	if (tc_array_assemble(ctx, devs, n, rw ? (force ? TC_ARRAY_FORCE : 0) :
-			      TC_ARRAY_READONLY, &a)) {
+			      TC_ARRAY_READONLY | TC_ARRAY_INSPECT, &a)) {
 		tc_ctx_free(ctx);
 		return TC_EXIT_FAIL;
 	}

@@ -1277,10 +1277,10 @@ static void stale_leave(tc_ctx *ctx, const struct raid_sb *R, struct sb_left *le
 			unsigned *nleft, tc_dev **dev, unsigned slot, uint64_t events)
 {
 	const char *why = events + 1 < R->events ? "stale" : "marked faulty by the array";
-	tc_err(ctx, "array %s: member %s (slot %u) is %s: its event count %" PRIu64 " is "
-	       "%s the array's %" PRIu64 "; it is left out and the array runs without it",
-	       R->name, (*dev)->name, slot, why, events,
-	       events < R->events ? "older than" : "equal to", R->events);
+	tc_warn(ctx, "array %s: member %s (slot %u) is %s: its event count %" PRIu64 " is "
+		"%s the array's %" PRIu64 "; it is left out and the array runs without it",
+		R->name, (*dev)->name, slot, why, events,
+		events < R->events ? "older than" : "equal to", R->events);
 	sb_left_add(left, nleft, (*dev)->name, slot, events, why);
 	tc_dev_close(*dev);
 	*dev = NULL;
@@ -1298,12 +1298,17 @@ static void stale_leave(tc_ctx *ctx, const struct raid_sb *R, struct sb_left *le
  * *@R (the superblocks written at assembly carry it).  The stale members not needed
  * are left out and closed.  @taken[slot]: set for each taken back.
  */
+/* How many members a RAID 1, 5 or 6 (stale_takeback_level) may miss. */
+static unsigned survives_missing(const struct raid_sb *R)
+{
+	return R->level == TC_RAID1 ? R->members - 1 : R->level == TC_RAID6 ? 2 : 1;
+}
+
 static void stale_takeback(tc_ctx *ctx, struct raid_sb *R, tc_dev **slot_dev,
 			   tc_dev **stale_dev, const uint64_t *stale_ev,
 			   struct sb_left *left, unsigned *nleft, bool *taken)
 {
-	unsigned survives = R->level == TC_RAID1 ? R->members - 1
-		: R->level == TC_RAID6 ? 2 : 1;
+	unsigned survives = survives_missing(R);
 	for (;;) {
 		unsigned missing = 0;
 		int best = -1;
@@ -1347,6 +1352,7 @@ int tc_array_assemble(tc_ctx *ctx, tc_dev **devs, unsigned n, unsigned flags,
 	uint8_t spare_uuid[TC_ARRAY_MAX_MEMBERS][16];
 	unsigned nspares = 0, ref = 0;
 	bool readonly = flags & TC_ARRAY_READONLY;
+	bool inspect = readonly && (flags & TC_ARRAY_INSPECT);
 	char why[160], u[37], u2[37];
 	struct sb_left left[TC_ARRAY_MAX_EXTRA];
 	unsigned nleft = 0;
@@ -1463,11 +1469,11 @@ int tc_array_assemble(tc_ctx *ctx, tc_dev **devs, unsigned n, unsigned flags,
 			continue;
 		}
 		if (whyout) {
-			tc_err(ctx, "array %s: member %s (slot %u) is %s: its event count %" PRIu64
-			       " is %s the array's %" PRIu64 "; it is left out and the array "
-			       "runs without it", R->name, devs[i]->name, slot, whyout,
-			       s->events, s->events < R->events ? "older than" : "equal to",
-			       R->events);
+			tc_warn(ctx, "array %s: member %s (slot %u) is %s: its event count %"
+				PRIu64 " is %s the array's %" PRIu64 "; it is left out and the "
+				"array runs without it", R->name, devs[i]->name, slot, whyout,
+				s->events, s->events < R->events ? "older than" : "equal to",
+				R->events);
 			sb_left_add(left, &nleft, devs[i]->name, slot, s->events, whyout);
 			tc_dev_close(devs[i]);
 			devs[i] = NULL;
@@ -1484,10 +1490,10 @@ int tc_array_assemble(tc_ctx *ctx, tc_dev **devs, unsigned n, unsigned flags,
 	 * alone, so it is left out as md retires it. */
 	for (unsigned s = 0; s < R->members; s++)
 		if (old_dev[s] && !slot_dev[s]) {
-			tc_err(ctx, "array %s: member %s (slot %u) was being replaced and its "
-			       "successor is missing: it lacks the writes the successor took; "
-			       "it is left out and the array runs without it", R->name,
-			       old_dev[s]->name, s);
+			tc_warn(ctx, "array %s: member %s (slot %u) was being replaced and its "
+				"successor is missing: it lacks the writes the successor took; "
+				"it is left out and the array runs without it", R->name,
+				old_dev[s]->name, s);
 			sb_left_add(left, &nleft, old_dev[s]->name, s, R->events,
 				    "being replaced, its successor missing");
 			tc_dev_close(old_dev[s]);
@@ -1504,14 +1510,38 @@ int tc_array_assemble(tc_ctx *ctx, tc_dev **devs, unsigned n, unsigned flags,
 				 missing ? ", " : "", s);
 			missing++;
 		}
+	/* Too few to start, said before anything else (a dirty parity array would be
+	 * refused as dirty and degraded, which --force does not cure alone).  An
+	 * inspection goes on: the status of a failed array shows its slots.  RAID 10
+	 * and RAID 0 (which members may be missing depends on which) are checked once
+	 * the array is open, below. */
+	if (stale_takeback_level(R) && missing > survives_missing(R) &&
+	    !inspect) {
+		unsigned back = 0;   /* left out, and a forced assembly would take back */
+		for (unsigned i = 0; i < nleft; i++)
+			back += !strcmp(left[i].why, "stale") ||
+				!strcmp(left[i].why, "marked faulty by the array");
+		char hint[256] = "";
+		if (back && !(flags & TC_ARRAY_FORCE))
+			snprintf(hint, sizeof(hint), "; `tiercache array assemble --force` takes "
+				 "back the freshest of the %u left out as stale or faulty (they "
+				 "lack the writes made after they left)", back);
+		tc_err(ctx, "array %s: too few members: %u of %u present (slot %s missing), "
+		       "%s survives %u missing%s", R->name, R->members - missing, R->members,
+		       missing_list, tc_raid_level_name((enum tc_raid_level_id)R->level),
+		       survives_missing(R), hint);
+		r = -ENODEV;
+		goto fail;
+	}
 	/* Redundancy: the level's rule with the missing slots as faulty. */
 	struct tc_array_opts o = { .level = (enum tc_raid_level_id)R->level, .chunk = R->chunk,
 				   .copies = R->level == TC_RAID10 ? R->copies : 0 };
 	bool parity = R->level == TC_RAID5 || R->level == TC_RAID6;
 	if (missing && parity && (R->flags & RAID_SB_DIRTY) && readonly) {
-		tc_warn(ctx, "array %s: dirty and degraded (slot %s missing), read-only: data "
-			"rebuilt from parity in stripes written at the crash may be wrong",
-			R->name, missing_list);
+		if (missing <= survives_missing(R))   /* else failed: said below */
+			tc_warn(ctx, "array %s: dirty and degraded (slot %s missing), read-only: "
+				"data rebuilt from parity in stripes written at the crash may "
+				"be wrong", R->name, missing_list);
 	} else if (missing && parity && (R->flags & RAID_SB_DIRTY)) {
 		if (!(flags & TC_ARRAY_FORCE)) {
 			tc_err(ctx, "array %s: dirty and degraded (slot %s missing): writes may have "
@@ -1634,10 +1664,14 @@ int tc_array_assemble(tc_ctx *ctx, tc_dev **devs, unsigned n, unsigned flags,
 		}
 	if (rebuilding)
 		array_health_changed(a);
-	if (array_failed(a)) {
-		tc_err(ctx, "array %s: too few members: %u of %u present, %s survives %d "
-		       "missing", R->name, R->members - missing, R->members, a->level->name,
-		       a->level->redundancy(a, 0));
+	if (array_failed(a) && inspect) {
+		tc_warn(ctx, "array %s: failed: %u of %u members present (slot %s missing); "
+			"shown for inspection, every request fails", R->name,
+			R->members - missing, R->members, missing_list);
+	} else if (array_failed(a)) {
+		tc_err(ctx, "array %s: too few members: %u of %u present (slot %s missing), "
+		       "%s cannot start without them", R->name, R->members - missing,
+		       R->members, missing_list, a->level->name);
 		tc_dev_close(dev);
 		r = -ENODEV;
 		goto fail_spares;

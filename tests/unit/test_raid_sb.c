@@ -475,11 +475,27 @@ static void test_force_takes_stale_back(void **state)
 	assert_true(st.failed);
 	tc_dev_close(a);
 
-	/* Unforced: refused (it stopped dirty, and is degraded), nothing written. */
+	/* Unforced: refused as too few (said so, not as dirty and degraded, with what
+	 * --force would do), nothing written. */
 	uint8_t before[3][8192], after[8192];
 	for (unsigned i = 0; i < 3; i++)
 		file_head(f, i, before[i], sizeof(before[i]));
-	assert_int_equal(assemble(f, idx, 3, 0, &a), -EUCLEAN);
+	assert_int_equal(assemble(f, idx, 3, 0, &a), -ENODEV);
+	assert_non_null(strstr(f->log.last, "array r5: too few members: 1 of 3 present (slot "
+				"0, 1 missing), raid5 survives 1 missing; `tiercache array "
+				"assemble --force` takes back the freshest of the 2 left out"));
+	/* An inspection shows it failed, its slots and the members left out. */
+	assert_int_equal(assemble(f, idx, 3, TC_ARRAY_READONLY | TC_ARRAY_INSPECT, &a), 0);
+	assert_int_equal(tc_array_status(a, &st), 0);
+	assert_true(st.failed);
+	assert_string_equal(st.member[0].name, "missing:slot0");
+	assert_string_equal(st.member[2].name, f->path[2]);
+	struct tc_array_identity id;
+	assert_int_equal(tc_array_identity(a, &id), 0);
+	assert_int_equal(id.nleft, 2);
+	tc_dev_close(a);
+	/* Without TC_ARRAY_INSPECT a read-only assembly is refused as any other. */
+	assert_int_equal(assemble(f, idx, 3, TC_ARRAY_READONLY, &a), -ENODEV);
 	for (unsigned i = 0; i < 3; i++) {
 		file_head(f, i, after, sizeof(after));
 		assert_memory_equal(before[i], after, sizeof(after));
@@ -505,7 +521,6 @@ static void test_force_takes_stale_back(void **state)
 	assert_int_equal(st.member[0].state, TC_MEMBER_FAULTY);
 	assert_int_equal(st.member[1].state, TC_MEMBER_ACTIVE);
 	assert_string_equal(st.member[1].name, f->path[1]);
-	struct tc_array_identity id;
 	assert_int_equal(tc_array_identity(a, &id), 0);
 	assert_int_equal(id.nleft, 1);
 	assert_string_equal(id.left[0].device, f->path[0]);
@@ -739,8 +754,8 @@ static void test_create_refusals(void **state)
 	/* Too few: one of three members of a RAID 5 whose other member 4 is now x's. */
 	const unsigned alone[] = { 3 };
 	assert_int_equal(assemble(f, alone, 1, 0, &a), -ENODEV);
-	assert_non_null(strstr(f->log.last, "array other: too few members: 1 of 3 present, "
-			       "raid5 survives 1 missing"));
+	assert_non_null(strstr(f->log.last, "array other: too few members: 1 of 3 present "
+			       "(slot 1, 2 missing), raid5 survives 1 missing"));
 	/* No superblock at all. */
 	int fd = open(f->path[2], O_WRONLY);
 	assert_true(fd >= 0);
