@@ -1386,11 +1386,22 @@ int tc_array_assemble(tc_ctx *ctx, tc_dev **devs, unsigned n, unsigned flags,
 		}
 		goto fail;
 	}
-	/* The reference: the member (not a spare) with the newest event count. */
-	for (unsigned i = 0; i < n; i++)
-		if (sb[i].role != RAID_SB_ROLE_SPARE &&
-		    (sb[ref].role == RAID_SB_ROLE_SPARE || sb[i].events > sb[ref].events))
+	/* The reference: the member (not a spare) with the newest event count, of the
+	 * array most of the devices belong to (so that a device of another array given
+	 * by mistake is the one named, whatever its event count). */
+	unsigned votes[TC_ARRAY_MAX_MEMBERS * 2] = { 0 }, best = 0;   /* n checked above */
+	for (unsigned i = 0; i < n; i++) {
+		for (unsigned j = 0; j < n; j++)
+			votes[i] += !memcmp(sb[i].uuid, sb[j].uuid, 16);
+		best = votes[i] > best ? votes[i] : best;
+	}
+	for (unsigned i = 0; i < n; i++) {
+		if (votes[i] < best)
+			continue;
+		if (votes[ref] < best || (sb[i].role != RAID_SB_ROLE_SPARE &&
+		    (sb[ref].role == RAID_SB_ROLE_SPARE || sb[i].events > sb[ref].events)))
 			ref = i;
+	}
 	struct raid_sb *R = &sb[ref];
 	uuid_str(R->uuid, u);
 	if (R->role == RAID_SB_ROLE_SPARE) {

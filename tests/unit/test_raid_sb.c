@@ -751,6 +751,22 @@ static void test_create_refusals(void **state)
 	const unsigned foreign[] = { 3, 5, 0 };
 	assert_int_equal(assemble(f, foreign, 3, 0, &a), -EINVAL);
 	assert_non_null(strstr(f->log.last, "belongs to another array, \"x\""));
+	/* The odd one out is named, whatever the event counts: x's made the higher by
+	 * two more runs (the newest member was the reference once). */
+	for (unsigned k = 0; k < 2; k++) {
+		assert_int_equal(assemble(f, mix, 3, 0, &a), 0);
+		tc_dev_close(a);
+	}
+	const unsigned odd[] = { 3, 0, 5 };
+	snprintf(expect, sizeof(expect), "device %s belongs to another array, \"x\"",
+		 f->path[0]);
+	assert_int_equal(assemble(f, odd, 3, 0, &a), -EINVAL);
+	assert_non_null(strstr(f->log.last, expect));
+	const unsigned odd2[] = { 0, 3, 1 };
+	snprintf(expect, sizeof(expect), "device %s belongs to another array, \"other\"",
+		 f->path[3]);
+	assert_int_equal(assemble(f, odd2, 3, 0, &a), -EINVAL);
+	assert_non_null(strstr(f->log.last, expect));
 	/* Too few: one of three members of a RAID 5 whose other member 4 is now x's. */
 	const unsigned alone[] = { 3 };
 	assert_int_equal(assemble(f, alone, 1, 0, &a), -ENODEV);
