@@ -175,6 +175,7 @@ struct array_sync_win {
 	bool ordered;                   /* rebuild of a replace: array_sync_advance() moves
 	                                 * the position (one window at a time) */
 	uint64_t bytes;                 /* member bytes the window covered (per member) */
+	bool unwritten;                 /* rebuild: a row never written (zeros only) */
 	uint64_t mismatches;            /* check: found in this window */
 	int result;
 };
@@ -638,6 +639,11 @@ bool raid_map_written(struct tc_array *a, uint64_t moff);
  * one the written plane says was never written (its members hold zeros); false
  * without that plane.  Any thread. */
 bool raid_map_unwritten(struct tc_array *a, uint64_t lo, uint64_t hi);
+/* raid_map_written_from - member bytes at and above member offset @moff (relative to
+ * data_offset) that lie in regions ever written, into *@bytes (a rebuild's work
+ * left); false (nothing set) without the written plane.  Any thread; not under
+ * a->lock. */
+bool raid_map_written_from(struct tc_array *a, uint64_t moff, uint64_t *bytes);
 /* raid_map_written_counts - of the written plane: regions, regions written, region
  * bytes (zeros without that plane). */
 void raid_map_written_counts(struct tc_array *a, uint64_t *regions, uint64_t *written,

@@ -92,6 +92,10 @@ struct array_sync {
 	bool marked;                    /* mark_ns, mark_bytes: the rate's reference */
 	bool fg_seen;
 	uint64_t mark_ns, mark_bytes, bytes_done, rate;
+	/* The same over rebuilt rows that were ever written, the ones that read the
+	 * survivors and are paced (the ETA's rate: a never-written row costs a write of
+	 * zeros only). */
+	uint64_t mark_wbytes, wbytes_done, wrate;
 	uint64_t persist_pos, persist_ns;
 	volatile bool window_gone;      /* closing: the window in flight ended */
 	_Atomic uint64_t min_rate, max_rate;
@@ -448,7 +452,8 @@ static void sync_tick(struct tc_timer *t)
 			/* A row never written costs a write of zeros to the targets and no
 			 * read of the others: the rate limit (which spares the survivors
 			 * for the foreground) does not hold it back. */
-			if (raid_map_written(a, w->row << a->chunk_shift))
+			w->unwritten = !raid_map_written(a, w->row << a->chunk_shift);
+			if (!w->unwritten)
 				sync_pace(a, now, a->chunk);
 		}
 		if (s->issue_row >= rows)
@@ -524,6 +529,7 @@ static void sync_tick(struct tc_timer *t)
 		s->marked = true;
 		s->mark_ns = now;
 		s->mark_bytes = s->bytes_done;
+		s->mark_wbytes = s->wbytes_done;
 	}
 	/* A tick nested in a->persist's own waits (deterministic contexts run timers
 	 * there) leaves the record to the running one and asks for another. */
@@ -600,10 +606,15 @@ void array_sync_window_done(struct tc_array *a, struct array_sync_win *w)
 		s->check_pos++;
 	}
 	s->bytes_done += w->bytes;
+	if (!w->unwritten)
+		s->wbytes_done += w->bytes;
 	if (now - s->mark_ns >= SYNC_RATE_NS) {
 		s->rate = (s->bytes_done - s->mark_bytes) * 1000000000ull / (now - s->mark_ns);
+		s->wrate = (s->wbytes_done - s->mark_wbytes) * 1000000000ull /
+			   (now - s->mark_ns);
 		s->mark_ns = now;
 		s->mark_bytes = s->bytes_done;
+		s->mark_wbytes = s->wbytes_done;
 	}
 	s->inflight--;
 	if (s->closing) {
@@ -656,9 +667,18 @@ void array_sync_status(struct tc_array *a, struct tc_array_status *st)
 	if (!rate && s->marked && now > s->mark_ns && s->bytes_done > s->mark_bytes)
 		rate = (s->bytes_done - s->mark_bytes) * 1000000000ull / (now - s->mark_ns);
 	st->sync_rate = s->action != TC_ARRAY_SYNC_IDLE ? rate : 0;
-	if (st->sync_rate && st->sync_end > st->sync_pos)
-		st->sync_eta_ns = (uint64_t)((double)(st->sync_end - st->sync_pos) * 1e9 /
-					     (double)st->sync_rate);
+	/* A rebuild's time left is that of the written rows left, at their own rate:
+	 * the never-written ones (zeros only, not paced) take next to nothing, and
+	 * counting them at the mean rate overstated the ETA of a mostly empty array. */
+	uint64_t wrate = s->wrate;
+	if (!wrate && s->marked && now > s->mark_ns && s->wbytes_done > s->mark_wbytes)
+		wrate = (s->wbytes_done - s->mark_wbytes) * 1000000000ull / (now - s->mark_ns);
+	/* Paced rows go no faster than the maximum rate, whatever a short window
+	 * measured. */
+	uint64_t cap = atomic_load(&s->max_rate);
+	if (cap && wrate > cap)
+		wrate = cap;
+	bool rebuild = s->action == TC_ARRAY_SYNC_REBUILD;
 	st->mismatches = s->mismatches;
 	st->checked = s->checked;
 	st->check_stopped = s->check_stopped;
@@ -668,6 +688,13 @@ void array_sync_status(struct tc_array *a, struct tc_array_status *st)
 	st->rebuild.priority = atomic_load(&s->priority);
 	st->rebuild.depth = atomic_load(&s->depth);
 	pthread_mutex_unlock(&a->lock);
+	/* (The map's lock is not taken under the array's.) */
+	uint64_t left = st->sync_end > st->sync_pos ? st->sync_end - st->sync_pos : 0;
+	uint64_t wleft;
+	if (rebuild && wrate && raid_map_written_from(a, st->sync_pos, &wleft) && wleft)
+		st->sync_eta_ns = (uint64_t)((double)wleft * 1e9 / (double)wrate);
+	else if (st->sync_rate && left)
+		st->sync_eta_ns = (uint64_t)((double)left * 1e9 / (double)st->sync_rate);
 }
 
 /* ------------------------------------------------------------------------------------

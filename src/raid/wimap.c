@@ -762,6 +762,29 @@ bool raid_map_unwritten(struct tc_array *a, uint64_t lo, uint64_t hi)
 	return r;
 }
 
+bool raid_map_written_from(struct tc_array *a, uint64_t moff, uint64_t *bytes)
+{
+	struct raid_map *mp = a->map;
+
+	if (!mp || !has_written(mp))
+		return false;
+	uint64_t n = 0, rb = 1ull << mp->shift;
+	pthread_mutex_lock(&mp->lock);
+	for (uint64_t reg = moff >> mp->shift; reg < mp->nregions; reg++) {
+		if (!bit_get(mp->written, reg))
+			continue;
+		uint64_t lo = reg << mp->shift, hi = lo + rb;
+		if (hi > a->member_size)
+			hi = a->member_size;
+		if (lo < moff)
+			lo = moff;
+		n += hi > lo ? hi - lo : 0;
+	}
+	pthread_mutex_unlock(&mp->lock);
+	*bytes = n;
+	return true;
+}
+
 bool raid_map_resync_pending(struct tc_array *a)
 {
 	struct raid_map *mp = a->map;

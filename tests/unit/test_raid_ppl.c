@@ -1140,7 +1140,31 @@ static void unwritten_case(struct fx *f, enum tc_raid_level_id level,
 	struct tc_dev_stats before[N], after[N];
 	for (unsigned i = 0; i < N; i++)
 		tc_dev_stats(d[i], &before[i]);
+	/* Paced at 1 MB/s (the written rows only): its ETA is that of the written rows
+	 * left (two chunks at most: 131 ms), not of every row left at the mean rate. */
+	struct tc_array_rebuild_opts ro = { .min_rate = 1000000, .max_rate = 1000000 };
+	assert_int_equal(tc_array_set_rebuild(a, &ro), 0);
 	assert_int_equal(tc_array_fail_member(a, 1), 0);
+	unsigned seen = 0;
+	for (unsigned step = 0; step < 4000; step++) {
+		tc_ctx_advance(ctx, 100000);
+		while (tc_ctx_poll(ctx, 64) > 0)
+			;
+		assert_int_equal(tc_array_status(a, &st), 0);
+		if (st.sync != TC_ARRAY_SYNC_REBUILD)
+			break;
+		if (tracked && st.sync_eta_ns) {
+			seen++;
+			if (st.sync_eta_ns > 2ull * CHUNK * 1000 + 20000000) {
+				print_error("ETA %" PRIu64 " ns at %" PRIu64 " of %" PRIu64 "\n",
+					    st.sync_eta_ns, st.sync_pos, st.sync_end);
+				fail();
+			}
+		}
+	}
+	assert_true(!tracked || seen > 0);
+	ro.min_rate = ro.max_rate = 0;
+	assert_int_equal(tc_array_set_rebuild(a, &ro), 0);
 	assert_int_equal(tc_array_wait(a), 0);
 	assert_int_equal(tc_array_status(a, &st), 0);
 	assert_int_equal(st.member[1].state, TC_MEMBER_ACTIVE);
