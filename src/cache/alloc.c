@@ -215,7 +215,9 @@ uint32_t tc_slot_alloc(struct tc_cache *c, uint8_t vol, uint32_t line_no)
 	bool may_free = !ea.shares || may_take_free(c, v, &ea);
 	bool use_free = c->nfree && may_free;
 	if (use_free) {
-		slot = c->free_slots[--c->nfree];
+		slot = c->free_head;
+		c->free_head = c->lines[slot].hnext;
+		c->nfree--;
 		atomic_fetch_add(&c->used_lines, 1);
 	} else if (c->repl_ops->victim(c->repl, can_evict, &ea, &slot) < 0) {
 		pthread_mutex_unlock(&c->alloc_lock);
@@ -236,7 +238,7 @@ uint32_t tc_slot_alloc(struct tc_cache *c, uint8_t vol, uint32_t line_no)
 	uint32_t extra;
 	if (ea.own_only && atomic_load(&v->lines) >= atomic_load(&v->cap_lines) &&
 	    c->repl_ops->victim(c->repl, can_evict, &ea, &extra) == 0) {
-		c->free_slots[c->nfree++] = extra;
+		tc_slot_free_push(c, extra);
 		atomic_fetch_sub(&c->used_lines, 1);
 	}
 	struct tc_line *l = &c->lines[slot];
@@ -267,7 +269,7 @@ void tc_slot_free(struct tc_cache *c, uint32_t slot)
 {
 	pthread_mutex_lock(&c->alloc_lock);
 	c->repl_ops->remove(c->repl, slot);
-	c->free_slots[c->nfree++] = slot;
+	tc_slot_free_push(c, slot);
 	atomic_fetch_sub(&c->used_lines, 1);
 	pthread_mutex_unlock(&c->alloc_lock);
 }

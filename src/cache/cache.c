@@ -402,7 +402,6 @@ void tc_cache_free(struct tc_cache *c)
 	}
 	free(c->shards);
 	free(c->buckets);
-	free(c->free_slots);
 	free(c->lines);
 	free((void *)c->csum);
 	pthread_mutex_destroy(&c->alloc_lock);
@@ -417,7 +416,7 @@ static int cache_alloc_structs(struct tc_cache *c)
 {
 	uint32_t n = c->nslots;
 	c->lines = calloc(n, sizeof(*c->lines));
-	c->free_slots = malloc(sizeof(uint32_t) * n);
+	c->free_head = TC_SLOT_NONE;
 	uint32_t nb = 1;
 	while (nb * 2 <= n / 2)
 		nb *= 2;
@@ -428,7 +427,7 @@ static int cache_alloc_structs(struct tc_cache *c)
 	c->shard_mask = ns - 1;
 	if (!c->sb.csum_off)
 		c->csum = calloc((size_t)n * c->units, sizeof(*c->csum));
-	if (!c->lines || !c->free_slots || !c->buckets || !c->shards ||
+	if (!c->lines || !c->buckets || !c->shards ||
 	    (!c->sb.csum_off && !c->csum))
 		return -ENOMEM;
 	for (uint32_t i = 0; i < nb; i++)

@@ -293,7 +293,9 @@ struct tc_cache {
 	uint32_t shard_mask;
 	/* Allocator. */
 	pthread_mutex_t alloc_lock;
-	uint32_t *free_slots;
+	/* Free slots, last freed first: a stack chained through tc_line.hnext (a free
+	 * line is in no hash chain), so that it costs no memory of its own. */
+	uint32_t free_head;             /* TC_SLOT_NONE: none */
 	uint32_t nfree;
 	const struct tc_repl_ops *repl_ops;
 	struct tc_repl *repl;
@@ -440,6 +442,15 @@ void tc_line_release_shared(struct tc_cache *c, struct tc_lock_shard *s,
 uint32_t tc_slot_alloc(struct tc_cache *c, uint8_t vol, uint32_t line_no);
 /* Return a mapped-out slot to the free list (the policy forgets it). */
 void tc_slot_free(struct tc_cache *c, uint32_t slot);
+
+/* tc_slot_free_push - put @slot (mapped out: in no hash chain) on top of the free
+ * list.  Under c->alloc_lock, or before the cache is shared (load). */
+static inline void tc_slot_free_push(struct tc_cache *c, uint32_t slot)
+{
+	c->lines[slot].hnext = c->free_head;
+	c->free_head = slot;
+	c->nfree++;
+}
 
 /* ---- the cache object (cache.c) ---- */
 /* A cache's in-memory structures from its newest valid superblock, nothing loaded or

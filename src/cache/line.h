@@ -11,7 +11,8 @@
  * (<= 8 bytes per line), the whole per-line cost stays at or under 24 bytes.
  *
  * Locking: line_no, vol, valid, dirty and hnext change only under the shard lock of
- * the line's hash bucket; flags bits are changed with atomic byte operations because
+ * the line's hash bucket, but a free line's hnext (vol 0: in no hash chain), which
+ * links the free list, under the cache's alloc_lock; flags bits are changed with atomic byte operations because
  * the replacement policy touches its bits on hits without any lock.
  */
 #ifndef TC_LINE_H
@@ -23,7 +24,8 @@
 
 struct tc_line {
 	uint32_t line_no;   /* backing offset / line_size */
-	uint32_t hnext;     /* next slot in the hash chain, TC_SLOT_NONE ends it */
+	uint32_t hnext;     /* next slot in the hash chain, TC_SLOT_NONE ends it; free:
+	                     * the next free slot */
 	uint16_t valid;     /* bit u: 4 KiB unit u holds data of (vol, line_no) */
 	uint16_t dirty;     /* bit u: unit u is newer than the backing; subset of valid */
 	uint8_t vol;        /* volume id; 0 = slot free (not in the hash) */

@@ -554,11 +554,12 @@ int tc_meta_load(struct tc_cache *c, bool trust_clean)
 	/* Resident lines enter the policy; the others form the free list (low slots
 	 * handed out first). */
 	c->nfree = 0;
+	c->free_head = TC_SLOT_NONE;
 	uint64_t used = 0, dirty = 0;
 	for (uint32_t i = c->nslots; i-- > 0;) {
 		struct tc_line *l = &c->lines[i];
 		if (!l->vol) {
-			c->free_slots[c->nfree++] = i;
+			tc_slot_free_push(c, i);
 			continue;
 		}
 		used++;

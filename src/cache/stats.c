@@ -175,7 +175,8 @@ void tc_cache_stats(tc_cache *c, struct tc_cache_stats *st)
 	st->metadata_bytes_written = st->commit_blocks * TC_MD_BLOCK_SIZE;
 	size_t per_slot = 0, ghosts = 0;
 	c->repl_ops->mem(c->repl, &per_slot, &ghosts);
-	/* Line entry + hash buckets + replacement links, measured from the allocations. */
+	/* Line entry + hash buckets + replacement links, measured from the allocations
+	 * (the free list is chained through the line entries: nothing of its own). */
 	uint64_t bytes = (uint64_t)c->nslots * sizeof(struct tc_line) +
 			 (uint64_t)(c->bucket_mask + 1) * sizeof(uint32_t) +
 			 (uint64_t)c->nslots * per_slot;
