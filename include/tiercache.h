@@ -1478,7 +1478,7 @@ int tc_raid_level_parse(const char *s);
 #define TC_ARRAY_FORCE 0x1u        /* create: over devices holding data or another
                                     * superblock; assemble: start a parity array that
                                     * is dirty and degraded, or without a member it
-                                    * last ran with, and (RAID 1, 5, 6) take back
+                                    * last ran with, and (RAID 1, 10, 5, 6) take back
                                     * stale or faulty members, the freshest first,
                                     * when too few are left (md's --force) */
 #define TC_ARRAY_READONLY 0x2u     /* assemble: write nothing, ever (inspection); the
@@ -1537,9 +1537,9 @@ int tc_array_create(tc_ctx *ctx, const char *name, const struct tc_array_opts *o
  * with no valid copy (-EINVAL, -EUCLEAN), a device of another array (-EINVAL), two
  * devices claiming one slot with the same event count (-EINVAL), a device smaller
  * than the recorded member size (-EINVAL), only spares (-EINVAL), more members missing
- * than the level survives (-ENODEV; with TC_ARRAY_FORCE a RAID 1, 5 or 6 first takes
- * back stale or faulty members, the freshest first, as mdadm --force does, with a
- * warning naming each), and a RAID 5 or 6 that is dirty and degraded
+ * than the level survives (-ENODEV; with TC_ARRAY_FORCE a RAID 1, 10, 5 or 6 first
+ * takes back stale or faulty members, the freshest first (RAID 10: of those whose
+ * copy set has no member left), as mdadm --force does, with a warning naming each), and a RAID 5 or 6 that is dirty and degraded
  * unless TC_ARRAY_FORCE or TC_ARRAY_READONLY (-EUCLEAN; md's rule: the parity of
  * stripes written at the crash may be wrong, and rebuilding from it may corrupt
  * unrelated data in them; read-only, it is a warning).

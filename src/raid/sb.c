@@ -1264,11 +1264,78 @@ static void sb_left_add(struct sb_left *left, unsigned *nleft, const char *name,
 	left[(*nleft)++] = (struct sb_left){ copy, slot, events, why, false };
 }
 
-/* Levels whose forced assembly takes stale members back (md's --force): RAID 1, 5
- * and 6, where how many members may be missing does not depend on which. */
+/* Levels whose forced assembly takes stale members back (md's --force): the
+ * redundant ones, RAID 1, 10, 5 and 6. */
 static bool stale_takeback_level(const struct raid_sb *R)
 {
-	return R->level == TC_RAID1 || R->level == TC_RAID5 || R->level == TC_RAID6;
+	return R->level != TC_RAID0;
+}
+
+/* Whether the array of *@R can start with the members @slot_dev (NULL: missing;
+ * recorded faulty counts as missing): RAID 1, 5 and 6 by how many are missing;
+ * RAID 10 (md's near layout, raid10.c) as long as every copy set keeps a member
+ * (array_near_redundancy's rule, on the slot table before the array exists);
+ * RAID 0 with all.  Also how many are missing and which, into @missing and
+ * @list (may be NULL). */
+/* gcd(copies, members): RAID 10's copy sets start at its multiples (raid10.c). */
+static unsigned near_set_step(const struct raid_sb *R)
+{
+	unsigned g = R->copies, n = R->members;
+	for (unsigned t = n; t;) {
+		unsigned r = g % t;
+		g = t;
+		t = r;
+	}
+	return g;
+}
+
+/* Whether member slot @s of a RAID 10 lies in a copy set none of whose members is
+ * present (in @gone: missing or faulty), i.e. taking it back helps the array start. */
+static bool near_slot_needed(const struct raid_sb *R, uint32_t gone, unsigned s)
+{
+	unsigned n = R->members, c = R->copies;
+	for (unsigned p = 0; p < n; p += near_set_step(R)) {
+		bool in = false, any = false;
+		for (unsigned r = 0; r < c; r++) {
+			unsigned m = (p + r) % n;
+			in |= m == s;
+			any |= !(gone & (1u << m));
+		}
+		if (in && !any)
+			return true;
+	}
+	return false;
+}
+
+static bool enough_members(const struct raid_sb *R, tc_dev *const *slot_dev,
+			   unsigned *missing, char *list, size_t listlen)
+{
+	unsigned n = R->members, k = 0;
+	uint32_t gone = 0;
+	if (list && listlen)
+		list[0] = '\0';
+	for (unsigned s = 0; s < n; s++)
+		if (!slot_dev[s] || R->slot[s].state == TC_MEMBER_FAULTY) {
+			gone |= 1u << s;
+			if (list) {
+				size_t used = strlen(list);
+				snprintf(list + used, listlen - used, "%s%u", k ? ", " : "", s);
+			}
+			k++;
+		}
+	if (missing)
+		*missing = k;
+	switch (R->level) {
+	case TC_RAID1: return k < n;
+	case TC_RAID5: return k <= 1;
+	case TC_RAID6: return k <= 2;
+	case TC_RAID10:
+		for (unsigned s = 0; s < n; s++)
+			if (near_slot_needed(R, gone, s))
+				return false;
+		return true;
+	default: return k == 0;
+	}
 }
 
 /* Leave the stale member *@dev (slot @slot, event count @events) out after all, as
@@ -1298,28 +1365,26 @@ static void stale_leave(tc_ctx *ctx, const struct raid_sb *R, struct sb_left *le
  * *@R (the superblocks written at assembly carry it).  The stale members not needed
  * are left out and closed.  @taken[slot]: set for each taken back.
  */
-/* How many members a RAID 1, 5 or 6 (stale_takeback_level) may miss. */
-static unsigned survives_missing(const struct raid_sb *R)
-{
-	return R->level == TC_RAID1 ? R->members - 1 : R->level == TC_RAID6 ? 2 : 1;
-}
-
 static void stale_takeback(tc_ctx *ctx, struct raid_sb *R, tc_dev **slot_dev,
 			   tc_dev **stale_dev, const uint64_t *stale_ev,
 			   struct sb_left *left, unsigned *nleft, bool *taken)
 {
-	unsigned survives = survives_missing(R);
 	for (;;) {
-		unsigned missing = 0;
+		unsigned missing;
 		int best = -1;
-		for (unsigned s = 0; s < R->members; s++) {
+		bool enough = enough_members(R, slot_dev, &missing, NULL, 0);
+		uint32_t gone = 0;
+		for (unsigned s = 0; s < R->members; s++)
 			if (!slot_dev[s] || R->slot[s].state == TC_MEMBER_FAULTY)
-				missing++;
+				gone |= 1u << s;
+		/* RAID 10: only a member of a copy set left without any helps. */
+		for (unsigned s = 0; s < R->members; s++) {
 			if (stale_dev[s] && !slot_dev[s] &&
+			    (R->level != TC_RAID10 || near_slot_needed(R, gone, s)) &&
 			    (best < 0 || stale_ev[s] > stale_ev[best]))
 				best = (int)s;
 		}
-		if (missing <= survives || best < 0)
+		if (enough || best < 0)
 			break;
 		unsigned s = (unsigned)best;
 		tc_warn(ctx, "array %s: forced: member %s (slot %u, event count %" PRIu64
@@ -1512,35 +1577,37 @@ int tc_array_assemble(tc_ctx *ctx, tc_dev **devs, unsigned n, unsigned flags,
 		}
 	bool taken[TC_ARRAY_MAX_MEMBERS] = { false };
 	stale_takeback(ctx, R, slot_dev, stale_dev, stale_ev, left, &nleft, taken);
-	unsigned missing = 0;
-	char missing_list[128] = "";
-	for (unsigned s = 0; s < R->members; s++)
-		if (!slot_dev[s] || R->slot[s].state == TC_MEMBER_FAULTY) {
-			size_t used = strlen(missing_list);
-			snprintf(missing_list + used, sizeof(missing_list) - used, "%s%u",
-				 missing ? ", " : "", s);
-			missing++;
-		}
+	unsigned missing;
+	char missing_list[128];
+	bool enough = enough_members(R, slot_dev, &missing, missing_list,
+				     sizeof(missing_list));
 	/* Too few to start, said before anything else (a dirty parity array would be
 	 * refused as dirty and degraded, which --force does not cure alone).  An
-	 * inspection goes on: the status of a failed array shows its slots.  RAID 10
-	 * and RAID 0 (which members may be missing depends on which) are checked once
-	 * the array is open, below. */
-	if (stale_takeback_level(R) && missing > survives_missing(R) &&
-	    !inspect) {
+	 * inspection goes on: the status of a failed array shows its slots. */
+	if (!enough && !inspect) {
 		unsigned back = 0;   /* left out, and a forced assembly would take back */
 		for (unsigned i = 0; i < nleft; i++)
 			back += !strcmp(left[i].why, "stale") ||
 				!strcmp(left[i].why, "marked faulty by the array");
 		char hint[256] = "";
-		if (back && !(flags & TC_ARRAY_FORCE))
+		if (back && !(flags & TC_ARRAY_FORCE) && stale_takeback_level(R))
 			snprintf(hint, sizeof(hint), "; `tiercache array assemble --force` takes "
 				 "back the freshest of the %u left out as stale or faulty (they "
 				 "lack the writes made after they left)", back);
+		char need[128];
+		const char *lname = tc_raid_level_name((enum tc_raid_level_id)R->level);
+		if (R->level == TC_RAID10)
+			snprintf(need, sizeof(need), "raid10 needs a member of every copy set "
+				 "(%u copies of each chunk)", R->copies);
+		else if (R->level == TC_RAID0)
+			snprintf(need, sizeof(need), "raid0 needs every member");
+		else
+			snprintf(need, sizeof(need), "%s survives %u missing", lname,
+				 R->level == TC_RAID1 ? R->members - 1
+				 : R->level == TC_RAID6 ? 2 : 1);
 		tc_err(ctx, "array %s: too few members: %u of %u present (slot %s missing), "
-		       "%s survives %u missing%s", R->name, R->members - missing, R->members,
-		       missing_list, tc_raid_level_name((enum tc_raid_level_id)R->level),
-		       survives_missing(R), hint);
+		       "%s%s", R->name, R->members - missing, R->members, missing_list, need,
+		       hint);
 		r = -ENODEV;
 		goto fail;
 	}
@@ -1549,7 +1616,7 @@ int tc_array_assemble(tc_ctx *ctx, tc_dev **devs, unsigned n, unsigned flags,
 				   .copies = R->level == TC_RAID10 ? R->copies : 0 };
 	bool parity = R->level == TC_RAID5 || R->level == TC_RAID6;
 	if (missing && parity && (R->flags & RAID_SB_DIRTY) && readonly) {
-		if (missing <= survives_missing(R))   /* else failed: said below */
+		if (enough)   /* else failed: said below */
 			tc_warn(ctx, "array %s: dirty and degraded (slot %s missing), read-only: "
 				"data rebuilt from parity in stripes written at the crash may "
 				"be wrong", R->name, missing_list);

@@ -546,6 +546,57 @@ static void test_force_takes_stale_back(void **state)
 	free(r);
 }
 
+/* RAID 10 of 4 (copy sets {0, 1} and {2, 3}): member 2 fails first, then 0 (writes
+ * in between), then 1, which fails the array.  Unforced: too few members, said with
+ * the copy-set rule and the hint.  Forced: member 1 is taken back (the freshest of
+ * set {0, 1}, left without any member); member 2, the oldest, stays out although
+ * stale, since its set keeps member 3; the data reads back. */
+static void test_force_raid10(void **state)
+{
+	struct fx *f = *state;
+	const unsigned idx[] = { 0, 1, 2, 3 };
+	tc_dev *a;
+	size_t len = 1u << 20;
+	uint8_t *w = malloc(len), *r = malloc(len);
+
+	assert_int_equal(create(f, "r10", TC_RAID10, 64 << 10, idx, 4, NULL, 0, 0, &a), 0);
+	fill(w, len, 5);
+	assert_int_equal(tc_dev_pwrite(a, w, len, 0, 0), 0);
+	assert_int_equal(tc_array_fail_member(a, 2), 0);
+	fill(w, len, 6);
+	assert_int_equal(tc_dev_pwrite(a, w, len, 0, 0), 0);
+	assert_int_equal(tc_array_fail_member(a, 0), 0);
+	fill(w, len, 7);   /* member 1 and 3 alone hold it */
+	assert_int_equal(tc_dev_pwrite(a, w, len, 0, 0), 0);
+	assert_int_equal(tc_dev_flush(a), 0);
+	assert_int_equal(tc_array_fail_member(a, 1), 0);
+	struct tc_array_status st;
+	assert_int_equal(tc_array_status(a, &st), 0);
+	assert_true(st.failed);
+	tc_dev_close(a);
+
+	assert_int_equal(assemble(f, idx, 4, 0, &a), -ENODEV);
+	assert_non_null(strstr(f->log.last, "array r10: too few members: 1 of 4 present "
+				"(slot 0, 1, 2 missing), raid10 needs a member of every copy "
+				"set (2 copies of each chunk); `tiercache array assemble "
+				"--force` takes back"));
+	assert_int_equal(assemble(f, idx, 4, TC_ARRAY_FORCE, &a), 0);
+	assert_int_equal(tc_array_status(a, &st), 0);
+	assert_false(st.failed);
+	assert_int_equal(st.member[1].state, TC_MEMBER_ACTIVE);
+	assert_int_equal(st.member[3].state, TC_MEMBER_ACTIVE);
+	assert_int_equal(st.member[0].state, TC_MEMBER_FAULTY);
+	assert_int_equal(st.member[2].state, TC_MEMBER_FAULTY);
+	struct tc_array_identity id;
+	assert_int_equal(tc_array_identity(a, &id), 0);
+	assert_int_equal(id.nleft, 2);
+	assert_int_equal(tc_dev_pread(a, r, len, 0), 0);
+	assert_memory_equal(w, r, len);
+	tc_dev_close(a);
+	free(w);
+	free(r);
+}
+
 static void test_stale_named(void **state)
 {
 	struct fx *f = *state;
@@ -1008,6 +1059,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_stale_named, fx_setup, fx_teardown),
 		cmocka_unit_test_setup_teardown(test_force_takes_stale_back, fx_setup,
 						fx_teardown),
+		cmocka_unit_test_setup_teardown(test_force_raid10, fx_setup, fx_teardown),
 		cmocka_unit_test_setup_teardown(test_dirty_degraded, fx_setup, fx_teardown),
 		cmocka_unit_test_setup_teardown(test_absent_member, fx_setup, fx_teardown),
 		cmocka_unit_test_setup_teardown(test_readonly_writes_nothing, fx_setup, fx_teardown),
