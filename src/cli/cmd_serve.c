@@ -568,6 +568,8 @@ static int serve_start(const struct serve_opts *o, int argc, char **argv)
 	if (asprintf(&av[n++], "control=%s", control) < 0)
 		return TC_EXIT_FAIL;
 	av[n++] = sbuf;
+	/* nbdkit runs in the foreground (-f), its stderr the log or the terminal. */
+	av[n++] = (char *)"warnings=stderr";
 	if (sock && asprintf(&av[n++], "socket=%s", sock) < 0)
 		return TC_EXIT_FAIL;
 	if (testing)

@@ -60,16 +60,33 @@ static tc_ctx *ctx;
 static tc_host *host;
 static struct ctl_server *ctl;
 
+/* warnings=stderr: nbdkit has no warning level (only errors are always shown, and
+ * a warning given as an error reads "error: warning: ..."), so where stderr is the
+ * log (`tiercache serve` runs nbdkit -f with stderr on its log file) warnings are
+ * written there directly, in nbdkit's own line shape. */
+static bool warn_stderr;
+
 static void log_sink(void *opaque, enum tc_log_level level, const char *msg)
 {
 	(void)opaque;
 	ctl_capture_log(msg);
-	if (level == TC_LOG_ERROR)
+	if (level == TC_LOG_ERROR) {
 		nbdkit_error("%s", msg);
-	else if (level == TC_LOG_WARN)
+	} else if (level == TC_LOG_WARN && warn_stderr) {
+		char line[8192];
+		int len = snprintf(line, sizeof(line), "nbdkit: tiercache: warning: %s\n", msg);
+		if (len > (int)sizeof(line) - 1) {
+			len = (int)sizeof(line) - 1;
+			line[len - 1] = '\n';
+		}
+		/* One write: lines of several threads do not interleave. */
+		ssize_t w = write(STDERR_FILENO, line, (size_t)len);
+		(void)w;
+	} else if (level == TC_LOG_WARN) {
 		nbdkit_error("warning: %s", msg);
-	else
+	} else {
 		nbdkit_debug("%s", msg);
+	}
 }
 
 static void tiercache_unload(void)
@@ -118,6 +135,12 @@ static int tiercache_config(const char *key, const char *value)
 			     "serve HTTP (install libmicrohttpd-dev and rebuild)", value);
 		return -1;
 #endif
+	} else if (!strcmp(key, "warnings")) {
+		if (strcmp(value, "stderr") && strcmp(value, "error")) {
+			nbdkit_error("warnings=%s: expected stderr or error", value);
+			return -1;
+		}
+		warn_stderr = !strcmp(value, "stderr");
 	} else if (!strcmp(key, "http_interval")) {
 		if (nbdkit_parse_unsigned("http_interval", value, &http_interval) == -1)
 			return -1;
@@ -128,7 +151,7 @@ static int tiercache_config(const char *key, const char *value)
 		}
 	} else {
 		nbdkit_error("unknown parameter \"%s\" (expected dev=, control=, socket=, seed=, "
-			     "testing=, http=, http_interval=)", key);
+			     "testing=, http=, http_interval=, warnings=)", key);
 		return -1;
 	}
 	return 0;
@@ -152,7 +175,9 @@ static int tiercache_config_complete(void)
 	"testing=1       allow fault injection and power cuts through the control socket\n" \
 	"http=[HOST:]PORT  serve metrics and a status page over HTTP (HOST 127.0.0.1 unless\n" \
 	"                given)\n" \
-	"http_interval=S seconds between samples of the status page's plots (default 5)"
+	"http_interval=S seconds between samples of the status page's plots (default 5)\n" \
+	"warnings=stderr|error  warnings written to stderr as \"nbdkit: tiercache: warning:\"\n" \
+	"                (when stderr is the log: nbdkit -f), or as nbdkit errors (default)"
 
 /* {"op":"power_cut"}: the debug hook of end-to-end power-loss tests.  Unflushed writes
  * of crash devices are applied in part, then the process dies at once, as in a power
