@@ -162,7 +162,8 @@ static void print_array(json_object *a)
 	uint64_t pos = cli_ju64(a, "sync_pos"), end = cli_ju64(a, "sync_end");
 	char p[32], e[32];
 	if (strcmp(sync, "idle") && strcmp(sync, "-")) {
-		uint64_t eta = cli_ju64(a, "sync_eta_ns") / 1000000000ull;
+		/* Rounded up: "0m00s" while a part of a second is left reads as done. */
+		uint64_t eta = (cli_ju64(a, "sync_eta_ns") + 999999999ull) / 1000000000ull;
 		/* Every row done, the pass still open: its last flush and superblocks. */
 		bool finishing = end && pos >= end;
 		printf("  %s: %s of %s (%.1f%%), %.1f MB/s per member, %s", sync,
@@ -374,7 +375,8 @@ static const char help[] =
 "    and device, and the hot spares.  A member left out of the assembly (stale: an\n"
 "    older event count; replaced in its slot; recorded faulty) is named on stderr\n"
 "    and listed as `left out` with its slot, the reason and its event count\n"
-"    (`left_out` in --json); a device of another array is named on stderr only.\n"
+"    (`left_out` in --json).  A device of another array among them is refused,\n"
+"    named (the array most of the devices belong to is the reference).\n"
 "    An array with too few members to start is shown too, failed.\n"
 "    `array status [NAME]` asks the running server (--control) for its arrays, or only\n"
 "    the array NAME.  With --json both print {\"arrays\": [...]}, one object per array\n"
@@ -558,15 +560,31 @@ static int offline(char **specs, unsigned n, bool json, bool rw, bool force)
 	}
 	json_object *jo = ctl_array_json(a, NULL);
 	tc_dev_close(a);
+	if (jo && rw) {
+		/* What the members say now, after the close: the freshest superblock of
+		 * this array among them (a resync that could not run, e.g. a mirror's
+		 * waiting for a rebuild, leaves it dirty). */
+		struct tc_array_member_info mi, best = { .events = 0 };
+		bool found = false;
+		tc_dev *d;
+		for (unsigned i = 0; i < n; i++)
+			if (open_all(ctx, &specs[i], 1, TC_DEV_READONLY | TC_DEV_BUFFERED, &d) == 0) {
+				if (tc_array_examine(ctx, d, &mi) == 1 && mi.role >= 0 &&
+				    !strcmp(mi.uuid, cli_jstr(jo, "uuid")) &&
+				    (!found || mi.events > best.events)) {
+					best = mi;
+					found = true;
+				}
+				tc_dev_close(d);
+			}
+		if (found) {
+			json_object_object_add(jo, "dirty", json_object_new_boolean(best.dirty));
+			json_object_object_add(jo, "events", json_object_new_uint64(best.events));
+		}
+	}
 	tc_ctx_free(ctx);
 	if (!jo)
 		return TC_EXIT_FAIL;
-	if (rw) {
-		/* What the members say now, after the clean close: one event later. */
-		json_object_object_add(jo, "dirty", json_object_new_boolean(0));
-		json_object_object_add(jo, "events", json_object_new_uint64(
-			cli_ju64(jo, "events") + 1));
-	}
 	json_object_object_del(jo, "readonly");   /* how it was read, not a state */
 	if (json) {
 		/* The running server's shape, with the one array read here. */

@@ -506,7 +506,7 @@ int array_open(tc_ctx *ctx, const struct tc_array_opts *o, tc_dev **members, uns
 	a->dev.size = l->data_members(a) ? a->member_size * l->data_members(a)
 		: a->member_size / chunk * n / copies * chunk;
 	for (unsigned i = 0; i < n; i++)
-		tc_dev_watch(members[i], array_member_event, a);
+		tc_dev_watch(members[i], array_member_event_fn, a);
 
 	unsigned data = l->data_members(a);
 	struct tc_dev_limits lim = {
@@ -1249,7 +1249,7 @@ static void array_close(struct tc_dev *dev)
 		array_sb_close(a);
 	for (unsigned i = 0; i < a->n; i++)
 		if (a->m[i].dev)
-			tc_dev_unwatch(a->m[i].dev, array_member_event, a);
+			tc_dev_unwatch(a->m[i].dev, array_member_event_fn, a);
 	if (a->level->fini)
 		a->level->fini(a);
 	for (unsigned i = 0; i < a->n; i++) {

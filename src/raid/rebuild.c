@@ -256,9 +256,14 @@ void array_takeover(struct tc_array *a, unsigned i)
 		       a->ngone);
 		return;
 	}
-	struct array_disk *sp = a->spare[0];
+	struct array_disk *sp = a->spare[0], *drop = NULL;
 	memmove(&a->spare[0], &a->spare[1], --a->nspares * sizeof(a->spare[0]));
-	if (old) {
+	/* The place of a member missing since the assembly is no device to keep for
+	 * removal: closed once the spare has the slot (nothing is sent to a faulty
+	 * slot, so none of its requests is in flight but by chance: then kept). */
+	if (old && !strcmp(old->dev->ops->name, "missing") && !atomic_load(&old->inflight)) {
+		drop = old;
+	} else if (old) {
 		old->state = TC_MEMBER_FAULTY;
 		a->gone[a->ngone++] = old;
 	}
@@ -292,6 +297,11 @@ void array_takeover(struct tc_array *a, unsigned i)
 	s->persist_wanted = true;
 	sync_schedule(a);
 	pthread_mutex_unlock(&a->lock);
+	if (drop) {
+		tc_dev_unwatch(drop->dev, array_member_event_fn, a);
+		tc_dev_close(drop->dev);
+		free(drop);
+	}
 	tc_info(a->dev.ctx, "array %s: spare %s takes the place of member %u%s", a->dev.name,
 		sp->dev->name, i, pending ? " (rebuilt after the pass under way)" :
 		"; rebuilding");
@@ -677,6 +687,10 @@ void array_sync_status(struct tc_array *a, struct tc_array_status *st)
 	 * measured. */
 	uint64_t cap = atomic_load(&s->max_rate);
 	if (cap && wrate > cap)
+		wrate = cap;
+	/* No written row done yet (a rebuild starts in never-written rows): the
+	 * maximum rate, when one is set, is the estimate (unlimited: unknown). */
+	if (!wrate && cap && cap != UINT64_MAX)
 		wrate = cap;
 	bool rebuild = s->action == TC_ARRAY_SYNC_REBUILD;
 	st->mismatches = s->mismatches;

@@ -1387,13 +1387,13 @@ static void stale_takeback(tc_ctx *ctx, struct raid_sb *R, tc_dev **slot_dev,
 		if (enough || best < 0)
 			break;
 		unsigned s = (unsigned)best;
+		bool par = R->level == TC_RAID5 || R->level == TC_RAID6;
 		tc_warn(ctx, "array %s: forced: member %s (slot %u, event count %" PRIu64
-			", the array's %" PRIu64 ") taken back to start the array with %u of %u "
-			"slots missing: it lacks every write made after it left, so data "
-			"written since may be wrong where it holds it or where parity is "
-			"rebuilt from it; check the file system or data on the array",
+			", the array's %" PRIu64 ") taken back, as %u of %u slots are missing: "
+			"it lacks every write made after it left, so data written since may be "
+			"wrong where it holds it%s; check the file system or data on the array",
 			R->name, stale_dev[s]->name, s, stale_ev[s], R->events, missing,
-			R->members);
+			R->members, par ? " or where parity is rebuilt from it" : "");
 		slot_dev[s] = stale_dev[s];
 		stale_dev[s] = NULL;
 		R->slot[s].state = TC_MEMBER_ACTIVE;
@@ -1626,7 +1626,8 @@ int tc_array_assemble(tc_ctx *ctx, tc_dev **devs, unsigned n, unsigned flags,
 			       "been in flight when it stopped, so the parity of those stripes may "
 			       "not match their data, and rebuilding the missing member from it "
 			       "could corrupt data unrelated to those writes; refusing to start "
-			       "it (give --force to start it anyway)", R->name, missing_list);
+			       "it (`tiercache array assemble --force` starts it anyway)", R->name,
+			       missing_list);
 			r = -EUCLEAN;
 			goto fail;
 		}
@@ -1848,6 +1849,20 @@ int tc_array_assemble(tc_ctx *ctx, tc_dev **devs, unsigned n, unsigned flags,
 		tc_warn(ctx, "array %s: not shut down cleanly: the copies are resynced (%s); "
 			"reads take the first readable copy until then", R->name,
 			rebuilding ? "after the rebuild" : "now");
+	}
+	/* A parity array started dirty and degraded (forced: refused above otherwise)
+	 * cannot resync the regions its write-intent map names: with a member missing
+	 * there is no parity to make agree, and the pending resync would keep it dirty
+	 * at every close, so that nothing would start it unforced again.  The force
+	 * took that risk (said above); as mdadm --assemble --force marks such an array
+	 * clean, the map's resync is dropped.  A rebuild onto a spare then writes the
+	 * missing member from the data and parity there are. */
+	if (parity && missing && resync && (R->flags & RAID_SB_DIRTY) && !readonly) {
+		tc_warn(ctx, "array %s: started degraded: the %" PRIu64 " regions of the "
+			"write-intent map cannot be resynced without the missing member; "
+			"dropped (forced)", R->name, resync);
+		raid_map_resync_done(a);
+		resync = 0;
 	}
 	/* A dirty array with the write-intent map: resync the regions it names (a
 	 * mirror's degraded too, over the copies there are). */

@@ -145,7 +145,7 @@ log "kill -9: dirty; dirty and degraded RAID 5 refused, then forced"
 kill_server
 tc array status --json d0 d1 d3 >dirty.json 2>/dev/null
 [ "$(json_get dirty.json arrays 0 dirty)" = True ] || fail "r5 not dirty after kill -9"
-expect_fail 1 'array r5: dirty and degraded \(slot 2 missing\).*give --force' \
+expect_fail 1 'array r5: dirty and degraded \(slot 2 missing\).*array assemble --force. starts it' \
 	tc array assemble d0 d1 d3
 [ "$(tc array status --json d0 d1 d3 2>/dev/null | json_get - arrays 0 dirty)" = True ] ||
 	fail "the refused assembly wrote"

@@ -1011,6 +1011,49 @@ static void test_map_degraded_assembly(void **state)
 	tc_ctx_free(ctx);
 }
 
+/* A RAID 5 with the write-intent map that crashed degraded: refused, then forced;
+ * the forced start drops the map's resync (nothing to resync against), so the array
+ * closes clean and assembles unforced afterwards (it stayed dirty at every close,
+ * refused for good: found by an admin's trial), with the data written degraded. */
+static void test_map_forced_dirty_degraded(void **state)
+{
+	struct fx *f = *state;
+	tc_ctx *ctx = t_ctx(TC_CTX_DETERMINISTIC, 17, TC_LOG_ERROR, &f->log);
+	tc_dev *m[N], *a, *d[N - 1];
+	struct tc_array_opts o = { .level = TC_RAID5, .chunk = CHUNK,
+				   .consistency = TC_CONSISTENCY_BITMAP };
+	size_t len = 4 * STRIPE;
+	uint8_t *w = malloc(len), *r = malloc(len);
+
+	a = crash_array(f, ctx, &o, N, 80, "mf", m);
+	assert_int_equal(tc_array_fail_member(a, 2), 0);
+	for (size_t x = 0; x < len; x++)
+		w[x] = (uint8_t)val_a(x + 5);
+	assert_int_equal(tc_dev_io(a, TC_OP_WRITE, 0, w, len, STRIPE), 0);
+	assert_int_equal(tc_dev_flush(a), 0);
+	for (unsigned i = 0; i < N; i++)
+		assert_true(tc_crash_power_cut(m[i]) >= 0);
+	tc_dev_close(a);
+	for (unsigned pass = 0; pass < 3; pass++) {
+		for (unsigned i = 0, j = 0; i < N; i++)
+			if (i != 2)
+				assert_int_equal(tc_dev_open_file(ctx, f->path[i], TC_DEV_BUFFERED,
+								  0, &d[j++]), 0);
+		/* Pass 0 unforced (refused), 1 forced, 2 unforced again (starts). */
+		int want = pass == 0 ? -EUCLEAN : 0;
+		assert_int_equal(tc_array_assemble(ctx, d, N - 1, pass == 1 ? TC_ARRAY_FORCE : 0,
+						   &a), want);
+		if (want)
+			continue;
+		assert_int_equal(tc_dev_io(a, TC_OP_READ, 0, r, len, STRIPE), 0);
+		assert_memory_equal(w, r, len);
+		tc_dev_close(a);
+	}
+	free(w);
+	free(r);
+	tc_ctx_free(ctx);
+}
+
 /* ---- resync touches only the regions the map names -------------------------------- */
 
 static void test_resync_dirty_regions(void **state)
@@ -1318,6 +1361,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_mirror_resync_after_failed_rebuild, fx_setup,
 						fx_teardown),
 		cmocka_unit_test_setup_teardown(test_map_degraded_assembly, fx_setup,
+						fx_teardown),
+		cmocka_unit_test_setup_teardown(test_map_forced_dirty_degraded, fx_setup,
 						fx_teardown),
 		cmocka_unit_test_setup_teardown(test_resync_dirty_regions, fx_setup,
 						fx_teardown),

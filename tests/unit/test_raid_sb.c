@@ -665,7 +665,8 @@ static void test_dirty_degraded(void **state)
 	assert_int_equal(assemble(f, two, 2, 0, &a), -EUCLEAN);
 	assert_null(a);
 	assert_non_null(strstr(f->log.last, "array r5d: dirty and degraded (slot 1 missing)"));
-	assert_non_null(strstr(f->log.last, "give --force to start it anyway"));
+	assert_non_null(strstr(f->log.last, "`tiercache array assemble --force` starts it "
+				"anyway"));
 	/* Nothing was written: still dirty on disk. */
 	struct tc_array_member_info mi;
 	tc_dev *d = open_m(f, 0, TC_DEV_READONLY);
