@@ -1373,6 +1373,14 @@ int tc_dev_new_array(tc_ctx *ctx, const struct tc_array_opts *o, tc_dev **member
  */
 int tc_array_fail_member(tc_dev *array, unsigned i);
 
+/*
+ * tc_array_fail_survives - whether @array would still serve its data with member @i
+ * (0-based) faulty besides those faulty now: 1 yes, 0 no (failing it fails the
+ * array), -EINVAL (not an array, @i out of range).  Which member matters on RAID 10
+ * (its copy sets), where the redundancy of tc_array_status is the worst case.
+ */
+int tc_array_fail_survives(tc_dev *array, unsigned i);
+
 /* tc_array_status - fill @st with @array's level, geometry, members, spares, health
  * and background pass.  Returns 0 or -EINVAL (@array is not an array).  Thread-safe;
  * a snapshot (names valid until the device is closed or removed). */

@@ -415,8 +415,8 @@ static json_object *op_array_fail(tc_host *h, json_object *req)
 	/* The device failed, named before a hot spare takes its slot. */
 	char dev[4096 + 16];
 	snprintf(dev, sizeof(dev), "%s", st->member[slot].name ? st->member[slot].name : "-");
-	bool last = st->member[slot].state == TC_MEMBER_ACTIVE && st->redundancy <= 0 &&
-		    !st->failed;
+	bool last = st->member[slot].state == TC_MEMBER_ACTIVE && !st->failed &&
+		    tc_array_fail_survives(a, slot) == 0;
 	free(st);
 	if (last && !force) {
 		struct tc_array_identity id;

@@ -292,6 +292,17 @@ int tc_array_fail_member(tc_dev *dev, unsigned i)
 	return array_member_fail(a, i, "failed by request", 0) ? 0 : 1;
 }
 
+int tc_array_fail_survives(tc_dev *dev, unsigned i)
+{
+	if (dev->ops != &array_ops)
+		return -EINVAL;
+	struct tc_array *a = (struct tc_array *)dev;
+	if (i >= a->n)
+		return -EINVAL;
+	uint32_t faulty = atomic_load(&a->faulty) | (1u << i);
+	return array_redundancy_now(a, faulty) >= 0;
+}
+
 int tc_array_status(tc_dev *dev, struct tc_array_status *st)
 {
 	if (dev->ops != &array_ops) {

@@ -563,9 +563,14 @@ static void test_force_raid10(void **state)
 	fill(w, len, 5);
 	assert_int_equal(tc_dev_pwrite(a, w, len, 0, 0), 0);
 	assert_int_equal(tc_array_fail_member(a, 2), 0);
+	/* Which member fails the array depends on its copy set. */
+	assert_int_equal(tc_array_fail_survives(a, 0), 1);
+	assert_int_equal(tc_array_fail_survives(a, 3), 0);
+	assert_int_equal(tc_array_fail_survives(a, 4), -EINVAL);
 	fill(w, len, 6);
 	assert_int_equal(tc_dev_pwrite(a, w, len, 0, 0), 0);
 	assert_int_equal(tc_array_fail_member(a, 0), 0);
+	assert_int_equal(tc_array_fail_survives(a, 1), 0);
 	fill(w, len, 7);   /* member 1 and 3 alone hold it */
 	assert_int_equal(tc_dev_pwrite(a, w, len, 0, 0), 0);
 	assert_int_equal(tc_dev_flush(a), 0);
