@@ -1315,7 +1315,12 @@ struct tc_array_status {
 	uint64_t sync_pos;        /* member bytes done (rebuild: the rebuild position) */
 	uint64_t sync_end;        /* member bytes in the pass */
 	uint64_t sync_rate;       /* bytes/s per member over the last second or so */
-	uint64_t sync_eta_ns;     /* (end - pos) / rate; 0 when idle or rate unknown */
+	uint64_t sync_written_rate; /* rebuild: the same over rows ever written, the
+	                           * ones paced by the rebuild rate (never-written rows
+	                           * are zero-filled, unpaced); 0 otherwise */
+	uint64_t sync_eta_ns;     /* time left: a rebuild's written rows left at their
+	                           * rate (capped by the maximum rate), or (end - pos) /
+	                           * rate; 0 when idle or rate unknown */
 	uint64_t mismatches;      /* check/repair: chunks (RAID 1/10) or stripes (RAID 5/6)
 	                           * that disagreed, in the running or last pass */
 	uint64_t checked;         /* windows compared in the running or last check */

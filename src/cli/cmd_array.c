@@ -166,11 +166,15 @@ static void print_array(json_object *a)
 		uint64_t eta = (cli_ju64(a, "sync_eta_ns") + 999999999ull) / 1000000000ull;
 		/* Every row done, the pass still open: its last flush and superblocks. */
 		bool finishing = end && pos >= end;
-		printf("  %s: %s of %s (%.1f%%), %.1f MB/s per member, %s", sync,
+		printf("  %s: %s of %s (%.1f%%), %.1f MB/s per member", sync,
 		       tc_size_format(pos, p, sizeof(p)), tc_size_format(end, e, sizeof(e)),
 		       end ? 100.0 * (double)pos / (double)end : 0.0,
-		       (double)cli_ju64(a, "sync_rate") / 1e6,
-		       finishing ? "finishing (recording the end)"
+		       (double)cli_ju64(a, "sync_rate") / 1e6);
+		/* The rows paced by the rebuild rate, apart from the zero-filled ones. */
+		if (cli_ju64(a, "sync_written_rate"))
+			printf(" (written rows %.1f MB/s)",
+			       (double)cli_ju64(a, "sync_written_rate") / 1e6);
+		printf(", %s", finishing ? "finishing (recording the end)"
 		       : cli_ju64(a, "sync_eta_ns") ? "ETA " : "ETA unknown");
 		if (!finishing && cli_ju64(a, "sync_eta_ns"))
 			printf("%" PRIu64 "m%02" PRIu64 "s", eta / 60, eta % 60);

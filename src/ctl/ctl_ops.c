@@ -257,6 +257,7 @@ json_object *ctl_array_json(tc_dev *a, const char *spec)
 	json_object_object_add(o, "sync_pos", u64(st->sync_pos));
 	json_object_object_add(o, "sync_end", u64(st->sync_end));
 	json_object_object_add(o, "sync_rate", u64(st->sync_rate));
+	json_object_object_add(o, "sync_written_rate", u64(st->sync_written_rate));
 	json_object_object_add(o, "sync_eta_ns", u64(st->sync_eta_ns));
 	json_object_object_add(o, "mismatches", u64(st->mismatches));
 	json_object_object_add(o, "checked", u64(st->checked));

@@ -693,6 +693,7 @@ void array_sync_status(struct tc_array *a, struct tc_array_status *st)
 	if (!wrate && cap && cap != UINT64_MAX)
 		wrate = cap;
 	bool rebuild = s->action == TC_ARRAY_SYNC_REBUILD;
+	st->sync_written_rate = rebuild && s->wbytes_done ? wrate : 0;
 	st->mismatches = s->mismatches;
 	st->checked = s->checked;
 	st->check_stopped = s->check_stopped;
