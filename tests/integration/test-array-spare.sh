@@ -80,7 +80,8 @@ ctl array status --json r5 >rb.json
 [ "$(json_get rb.json arrays 0 members slot=1 device)" = "$T/s0" ] || fail "spare not in slot 1"
 [ "$(json_get rb.json arrays 0 members slot=1 state)" = rebuilding ] || fail "not rebuilding: $(cat rb.json)"
 [ "$(json_get rb.json arrays 0 sync)" = rebuild ] || fail "sync: $(json_get rb.json arrays 0 sync)"
-ctl array status r5 | grep -Eq '^  rebuild: .* MB/s per member, (ETA|finishing)' ||
+ctl array status r5 |
+	grep -Eq '^  rebuild: .* MB/s per member( \(written rows [0-9.]+ MB/s\))?, (ETA|finishing)' ||
 	fail "no rebuild line: $(ctl array status r5)"
 # Writes during the rebuild, then verified.
 # shellcheck disable=SC2086
