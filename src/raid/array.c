@@ -1087,9 +1087,9 @@ void array_near_map(const struct tc_array *a, unsigned copies, uint64_t off, uin
 	}
 }
 
-int array_near_redundancy(const struct tc_array *a, unsigned copies, uint32_t faulty)
+int raid_near_redundancy(unsigned n, unsigned copies, uint32_t faulty, unsigned only)
 {
-	unsigned g = copies, n = a->n, least = copies;
+	unsigned g = copies, least = copies;
 
 	for (unsigned t = n; t;) {      /* g = gcd(copies, n): the copy sets start at g's */
 		unsigned r = g % t;
@@ -1098,13 +1098,21 @@ int array_near_redundancy(const struct tc_array *a, unsigned copies, uint32_t fa
 	}
 	for (unsigned p = 0; p < n; p += g) {
 		unsigned active = 0;
-		for (unsigned r = 0; r < copies; r++)
+		bool in = only >= n;
+		for (unsigned r = 0; r < copies; r++) {
+			in |= (p + r) % n == only;
 			if (!(faulty & (1u << ((p + r) % n))))
 				active++;
-		if (active < least)
+		}
+		if (in && active < least)
 			least = active;
 	}
 	return (int)least - 1;
+}
+
+int array_near_redundancy(const struct tc_array *a, unsigned copies, uint32_t faulty)
+{
+	return raid_near_redundancy(a->n, copies, faulty, a->n);
 }
 
 /* ------------------------------------------------------------------------------------

@@ -349,6 +349,10 @@ void array_submit_mapped(struct tc_array *a, struct tc_io *io);
 /* Redundancy of md's near layout with @copies copies over the members (RAID 0, 1, 10):
  * the fewest active copies of any chunk, less one. */
 int array_near_redundancy(const struct tc_array *a, unsigned copies, uint32_t faulty);
+/* The same over @n members with the members in @faulty missing, when @only is below
+ * @n the least over the copy sets holding member @only alone (assembly, before the
+ * array exists).  The copy sets start at the multiples of gcd(@copies, @n). */
+int raid_near_redundancy(unsigned n, unsigned copies, uint32_t faulty, unsigned only);
 void array_near_map(const struct tc_array *a, unsigned copies, uint64_t off, uint64_t len,
 		    struct raid_extent *ext);
 

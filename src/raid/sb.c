@@ -1277,34 +1277,11 @@ static bool stale_takeback_level(const struct raid_sb *R)
  * (array_near_redundancy's rule, on the slot table before the array exists);
  * RAID 0 with all.  Also how many are missing and which, into @missing and
  * @list (may be NULL). */
-/* gcd(copies, members): RAID 10's copy sets start at its multiples (raid10.c). */
-static unsigned near_set_step(const struct raid_sb *R)
-{
-	unsigned g = R->copies, n = R->members;
-	for (unsigned t = n; t;) {
-		unsigned r = g % t;
-		g = t;
-		t = r;
-	}
-	return g;
-}
-
 /* Whether member slot @s of a RAID 10 lies in a copy set none of whose members is
  * present (in @gone: missing or faulty), i.e. taking it back helps the array start. */
 static bool near_slot_needed(const struct raid_sb *R, uint32_t gone, unsigned s)
 {
-	unsigned n = R->members, c = R->copies;
-	for (unsigned p = 0; p < n; p += near_set_step(R)) {
-		bool in = false, any = false;
-		for (unsigned r = 0; r < c; r++) {
-			unsigned m = (p + r) % n;
-			in |= m == s;
-			any |= !(gone & (1u << m));
-		}
-		if (in && !any)
-			return true;
-	}
-	return false;
+	return raid_near_redundancy(R->members, R->copies, gone, s) < 0;
 }
 
 static bool enough_members(const struct raid_sb *R, tc_dev *const *slot_dev,
@@ -1330,10 +1307,7 @@ static bool enough_members(const struct raid_sb *R, tc_dev *const *slot_dev,
 	case TC_RAID5: return k <= 1;
 	case TC_RAID6: return k <= 2;
 	case TC_RAID10:
-		for (unsigned s = 0; s < n; s++)
-			if (near_slot_needed(R, gone, s))
-				return false;
-		return true;
+		return raid_near_redundancy(n, R->copies, gone, n) >= 0;
 	default: return k == 0;
 	}
 }
