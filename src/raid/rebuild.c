@@ -1140,8 +1140,11 @@ int tc_array_remove(tc_dev *array, const char *name)
 	pthread_mutex_lock(&a->lock);
 	/* A slot number names the device in that slot; a placeholder (a member missing
 	 * at assembly) is no device to take out. */
-	if (by_slot && slot < a->n && a->m[slot].dev)
-		name = a->m[slot].dev->name;
+	char slot_name[4096];   /* a copy: the device may go once the lock is dropped */
+	if (by_slot && slot < a->n && a->m[slot].dev) {
+		snprintf(slot_name, sizeof(slot_name), "%s", a->m[slot].dev->name);
+		name = slot_name;
+	}
 	for (unsigned i = 0; i < a->n && ret == -ENOENT; i++)
 		if (a->m[i].dev && !strcmp(a->m[i].dev->ops->name, "missing") &&
 		    !strcmp(a->m[i].dev->name, name)) {
