@@ -336,7 +336,6 @@ static int host_assemble(tc_ctx *ctx, const char *const *specs, unsigned nspecs,
 	 * its write policy keeps no dirty data in the cache).  Assembly fails only when
 	 * nothing was served and something was missing or refused. */
 	int r = 0, missing = 0, refused = 0;
-	const char *empty = NULL;
 	for (unsigned i = 0; i < nspecs && !r; i++) {
 		struct host_dev *d;
 		r = host_dev_open(h, specs[i], &d);
@@ -350,37 +349,37 @@ static int host_assemble(tc_ctx *ctx, const char *const *specs, unsigned nspecs,
 		}
 		if (r)
 			break;
-		if (d->probe.kind == TC_PROBE_EMPTY) {
-			/* Blank: nothing of it can be lost, and a spare removed from its
-			 * array is left blank (its superblock erased) while the server's
-			 * device list may still name it.  Left alone (and unlocked),
-			 * unless it is all there is. */
-			if (!empty)
-				empty = specs[i];
-			else
-				tc_warn(ctx, "device %s: is empty (no tiercache superblock): "
-					"ignored, as a spare removed from its array is", specs[i]);
-			pthread_mutex_lock(&h->lock);
-			h->ndevs--;
-			pthread_mutex_unlock(&h->lock);
-			tc_dev_close(d->dev);
-			free(d->spec);
-			free(d);
-			continue;
-		}
-		if (d->probe.kind != TC_PROBE_CACHE && d->probe.kind != TC_PROBE_BACKING) {
+		if (d->probe.kind != TC_PROBE_CACHE && d->probe.kind != TC_PROBE_BACKING &&
+		    d->probe.kind != TC_PROBE_EMPTY) {
 			tc_err(ctx, "device %s: holds %s, not a tiercache cache or backing "
 			       "(format it with `tiercache create`)", specs[i], d->probe.what);
 			r = -EINVAL;
 		}
 	}
-	if (!r && empty && !h->ndevs && !missing) {
-		tc_err(ctx, "device %s: is empty, not a tiercache cache or backing (format it "
-		       "with `tiercache create`)", empty);
-		r = -EINVAL;
-	} else if (!r && empty) {
-		tc_warn(ctx, "device %s: is empty (no tiercache superblock): ignored, as a "
-			"spare removed from its array is", empty);
+	/* Blank devices: nothing of them can be lost, and a spare removed from its array
+	 * is left blank (its superblock erased) while the server's device list may still
+	 * name it.  Left alone (closed, unlocked), unless they are all there is. */
+	bool only_blank = !missing;
+	for (unsigned i = 0; i < h->ndevs; i++)
+		only_blank &= h->devs[i]->probe.kind == TC_PROBE_EMPTY;
+	for (unsigned i = 0; i < h->ndevs && !r;) {
+		struct host_dev *d = h->devs[i];
+		if (d->probe.kind != TC_PROBE_EMPTY) {
+			i++;
+		} else if (only_blank) {
+			tc_err(ctx, "device %s: is empty, not a tiercache cache or backing "
+			       "(format it with `tiercache create`)", d->spec);
+			r = -EINVAL;
+		} else {
+			tc_warn(ctx, "device %s: is empty (no tiercache superblock): ignored, as "
+				"a spare removed from its array is", d->spec);
+			pthread_mutex_lock(&h->lock);
+			memmove(&h->devs[i], &h->devs[i + 1], (--h->ndevs - i) * sizeof(*h->devs));
+			pthread_mutex_unlock(&h->lock);
+			tc_dev_close(d->dev);
+			free(d->spec);
+			free(d);
+		}
 	}
 	/* The same cache or backing twice (copies of one device image, say). */
 	for (unsigned i = 0; i < h->ndevs && !r; i++)
