@@ -193,6 +193,14 @@ int tc_host_heal(tc_host *host, const char *device, struct tc_host_device *out);
  */
 void tc_volume_set_latency_stats(tc_volume *vol, bool on);
 
+/*
+ * tc_volume_set_stripe_fill - let the cleaner complete the backing's stripes with
+ * clean cached data (@on, the default) or write back dirty units only.  For the drain
+ * benchmark, which compares the two in one run, and tests.  Thread-safe; applies to
+ * the batches collected after it.
+ */
+void tc_volume_set_stripe_fill(tc_volume *vol, bool on);
+
 #ifdef __cplusplus
 }
 #endif

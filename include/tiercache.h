@@ -1059,6 +1059,13 @@ struct tc_volume_stats {
 	                             * partial stripes are expensive); 0 = none */
 	uint64_t writeback_bytes;   /* written back by the cleaner */
 	uint64_t writeback_ios;
+	/* On a backing with a full stripe (backing_stripe): whole aligned stripes the
+	 * cleaner wrote, each inside one request (the backing reads nothing for them); of
+	 * those, the stripes it completed by writing the clean cached units of the stripe
+	 * beside the dirty ones; and those clean bytes (not in writeback_bytes). */
+	uint64_t writeback_full_stripes;
+	uint64_t writeback_stripes_completed;
+	uint64_t writeback_fill_bytes;
 	uint64_t writeback_rate;    /* bytes/s over the last second */
 	uint64_t errors;            /* requests completed with an error */
 	uint64_t cache_errors, backing_errors;

@@ -29,7 +29,8 @@
 
 #define TC_COMMIT_ERR_LIMIT 3    /* cache-device errors before pass-through fallback */
 #define TC_TICK_NS 10000000ull   /* cleaner / commit timer period: 10 ms */
-#define TC_CLEAN_BATCH 64        /* lines per writeback batch */
+#define TC_CLEAN_BATCH 64        /* lines per writeback batch, at least */
+#define TC_CLEAN_BATCH_BYTES (4u << 20) /* and at least this many bytes of lines */
 
 struct tc_cache;
 struct tc_line_hold;
@@ -41,6 +42,7 @@ struct tc_inflight {
 	uint32_t refs;          /* holders, waiters and cleaner references */
 	uint32_t readers;
 	bool writer;
+	bool cleaning;          /* in a writeback batch (cleaner.c): no other batch takes it */
 	uint32_t gen;
 	struct tc_line_hold *wait_head, *wait_tail;
 };
@@ -138,6 +140,9 @@ struct tc_volume {
 	/* Cleaner state. */
 	uint64_t clean_cursor;           /* next line number in elevator order */
 	uint64_t tokens;                 /* writeback budget, bytes */
+	uint64_t tokens_ns;              /* when tokens were last refilled */
+	_Atomic uint32_t clean_pending;  /* its lines in the cleaner's flush group */
+	atomic_bool no_stripe_fill;      /* test hook: write back dirty units only */
 	uint64_t rate_window_start, rate_window_bytes;
 	_Atomic uint64_t rate_last;      /* bytes/s over the last full second */
 	_Atomic uint64_t rate_stamp_ns;  /* when rate_last was last published */
@@ -242,29 +247,73 @@ enum {
 	/* Instant write-back: bytes of full stripes made dirty at once; wb: bytes of
 	 * whole-stripe writes sent to the backing in one request. */
 	ST_INSTANT_BYTES, ST_FULL_STRIPE_BYTES,
+	/* The cleaner on a backing with a full stripe (cleaner.c): whole stripes written
+	 * back in one request, the stripes of those it completed with clean cached data,
+	 * and the clean bytes it wrote to complete them. */
+	ST_WB_FULL_STRIPES, ST_WB_STRIPES_COMPLETED, ST_WB_FILL_BYTES,
 	ST__COUNT
 };
 _Static_assert(ST__COUNT <= 32, "stats array");
 
-struct tc_cleaner {
-	bool busy;                       /* a batch is in flight */
-	struct tc_volume *vol;
+/*
+ * One writeback batch (cleaner.c): up to tc_cleaner.batch_lines dirty lines of one
+ * volume, read from the cache, written to the backing, the backing flushed, then
+ * marked clean.  A slot with vol NULL is free.
+ */
+struct tc_clean_batch {
+	struct tc_cache *c;
+	struct tc_volume *vol;           /* NULL: free; set (under meta.lock) when claimed */
 	uint32_t n;                      /* lines in the batch */
 	struct tc_clean_line {
 		uint32_t slot, line_no;
 		uint16_t mask;               /* units written back */
+		uint16_t fill;               /* clean valid units written too, to complete
+		                              * the backing's stripe (not marked) */
 		uint32_t gen;
 		struct tc_inflight *inf;
 		uint8_t *buf;
-	} lines[TC_CLEAN_BATCH];
-	uint8_t *bufs;                   /* TC_CLEAN_BATCH * line_size */
+	} *lines;                        /* batch_lines entries */
+	uint8_t *bufs;                   /* batch_lines * line_size */
 	int pending, err;
 	int step;                        /* enum batch_step_id (cleaner.c) */
-	struct tc_io *ios;               /* TC_CLEAN_BATCH * 2 + 1 */
+	unsigned nwrites;                /* backing writes the batch submitted */
+	struct tc_io *ios;               /* batch_lines * 9 + 1 */
 	struct iovec *iovs;
 	struct tc_work work;
-	uint64_t *scan;                  /* scratch: line_no << 32 | slot of dirty lines */
-	uint32_t scan_cap;
+};
+
+#define TC_CLEAN_SLOTS 3          /* writeback batches in flight at once */
+
+/* A line a batch wrote to the backing, waiting for the backing flush that lets it be
+ * marked clean (cleaner.c, the flush group). */
+struct tc_clean_done {
+	struct tc_volume *vol;
+	struct tc_clean_line ln;
+};
+
+struct tc_cleaner {
+	unsigned active;                 /* batches claimed or in flight (meta.lock) */
+	uint32_t batch_lines;            /* lines per batch: TC_CLEAN_BATCH, or more
+	                                  * so that a batch spans TC_CLEAN_BATCH_BYTES */
+	struct tc_clean_batch b[TC_CLEAN_SLOTS];
+	/* The sorted candidates of the last scan of the line array (line_no << 32 |
+	 * slot), consumed by the batches that follow until used up, so that the whole
+	 * array is scanned once per scan_cap candidates, not once per batch; each is
+	 * checked again under its shard lock when taken.  Under mgmt_lock. */
+	uint64_t *scan;
+	uint32_t scan_cap, scan_cnt, scan_pos;
+	struct tc_volume *scan_vol;      /* whose lines scan holds; NULL = none */
+	bool scan_rf;                    /* taken for a range flush of [scan_lo, scan_hi) */
+	uint64_t scan_lo, scan_hi;
+	/* The flush group (meta.lock): lines whose backing writes completed, waiting for
+	 * a flush submitted after that (pend), and those the flush in flight covers
+	 * (flushing); each array holds done_cap entries, and a batch starts only while
+	 * the lines of every batch in flight fit into pend. */
+	struct tc_clean_done *pend, *flushing;
+	uint32_t npend, nflushing, done_cap;
+	bool flush_inflight;
+	int flush_pending, flush_err;
+	struct tc_io flush_ios[TC_MAX_VOLUMES];
 };
 
 #define TC_LIVE_SHARDS 16
@@ -333,7 +382,8 @@ struct tc_cache {
 	_Atomic bool pressure;           /* dirty above high watermark until below low */
 	_Atomic bool alloc_starved;      /* an allocation found nothing evictable */
 	atomic_bool shares;              /* some online volume has a reserve or a cap */
-	_Atomic bool kick_queued;        /* kick_work is queued */
+	_Atomic unsigned kick_queued;    /* kicks since kick_work was queued; 0 = not
+					  * queued (cleaner.c, kick_work_fn) */
 	struct tc_work kick_work;        /* runs the cleaner now, off the I/O path */
 	_Atomic uint64_t commits, commit_blocks;
 	uint64_t recovered_dirty, recovered_dropped, recovery_ns;
@@ -428,7 +478,9 @@ struct tc_line_hold *tc_line_release_locked(struct tc_cache *c, struct tc_lock_s
 /* Resume granted holds (no shard lock held). */
 void tc_line_resume(struct tc_cache *c, struct tc_line_hold *granted);
 /* The cleaner: hold @key shared without queueing, if nobody holds it exclusively or
- * waits for it; returns the record (one reference), or NULL. */
+ * waits for it and no other writeback batch has it; marks the record cleaning (the
+ * batch clears the mark when it drops its reference); returns the record (one
+ * reference), or NULL. */
 struct tc_inflight *tc_line_try_shared(struct tc_cache *c, struct tc_lock_shard *s,
 				       uint64_t key);
 /* Drop a shared hold taken by tc_line_try_shared() (shard lock NOT held), waking
@@ -526,6 +578,12 @@ void tc_cleaner_tick(struct tc_cache *c, uint64_t now);
 void tc_cleaner_kick(struct tc_cache *c);
 /* Drain the volume's dirty data (blocking); used by flush, detach and set. */
 int tc_cleaner_drain(struct tc_volume *v, tc_progress_fn fn, void *opaque);
+/* Whether a writeback batch is in flight: of volume @v, or of any volume (@v NULL).
+ * Takes meta.lock. */
+bool tc_cleaner_busy(struct tc_cache *c, struct tc_volume *v);
+/* Deterministic contexts: run queued work, or advance the virtual clock to the next
+ * timer (at most one tick): one step of a loop that waits for the cleaner. */
+void tc_cleaner_wait_step(struct tc_cache *c);
 
 /* ---- checksums of cached data (csum.c) ----
  * Per 4 KiB unit of a slot; all of these do nothing when c->csum is NULL.  @line_buf

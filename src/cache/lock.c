@@ -152,12 +152,14 @@ struct tc_inflight *tc_line_try_shared(struct tc_cache *c, struct tc_lock_shard 
 				       uint64_t key)
 {
 	struct tc_inflight *inf = tc_inflight_get(c, s, key, true);
-	if (inf && (inf->writer || inf->wait_head)) {
+	if (inf && (inf->writer || inf->wait_head || inf->cleaning)) {
 		tc_inflight_put(c, s, inf);
 		return NULL;
 	}
-	if (inf)
+	if (inf) {
 		inf->readers++;
+		inf->cleaning = true;
+	}
 	return inf;
 }
 

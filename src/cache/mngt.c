@@ -32,7 +32,7 @@ static bool background_idle(struct tc_cache *c, void *arg)
 {
 	(void)arg;
 	pthread_mutex_lock(&c->meta.lock);
-	bool idle = !c->meta.running && !c->cleaner.busy;
+	bool idle = !c->meta.running && !c->cleaner.active && !c->cleaner.flush_inflight;
 	pthread_mutex_unlock(&c->meta.lock);
 	return idle && !atomic_load(&c->kick_queued) && !atomic_load(&c->protect_queued);
 }

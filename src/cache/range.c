@@ -139,6 +139,7 @@ int tc_volume_flush_range(tc_volume *v, uint64_t off, uint64_t len, tc_progress_
 	atomic_store(&v->range_lo, lo);
 	atomic_store(&v->range_hi, hi);
 	atomic_store(&v->range_flush, true);
+	tc_cleaner_kick(c);   /* now, not at the timer's next tick */
 	uint64_t start = range_dirty_bytes(v, loff, lend), last_report = UINT64_MAX;
 	uint64_t errs0 = atomic_load(&v->st[ST_BACKING_ERRORS]) +
 			 atomic_load(&v->st[ST_CACHE_ERRORS]);
@@ -147,9 +148,7 @@ int tc_volume_flush_range(tc_volume *v, uint64_t off, uint64_t len, tc_progress_
 		/* wb_inflight first: see tc_cleaner_drain. */
 		bool wb_writes = atomic_load(&v->wb_inflight) != 0;
 		uint64_t left = range_dirty_bytes(v, loff, lend);
-		pthread_mutex_lock(&c->meta.lock);
-		bool busy_here = c->cleaner.busy && c->cleaner.vol == v;
-		pthread_mutex_unlock(&c->meta.lock);
+		bool busy_here = tc_cleaner_busy(c, v);
 		if (left == 0 && !busy_here && !wb_writes)
 			break;
 		if (fn && left != last_report) {
@@ -172,8 +171,7 @@ int tc_volume_flush_range(tc_volume *v, uint64_t off, uint64_t len, tc_progress_
 			break;
 		}
 		if (tc_ctx_deterministic(c->ctx)) {
-			if (tc_ctx_poll(c->ctx, 256) == 0)
-				tc_ctx_advance(c->ctx, TC_TICK_NS);
+			tc_cleaner_wait_step(c);
 		} else {
 			tc_cleaner_tick(c, tc_ctx_now(c->ctx));
 			struct timespec ts = { 0, 1000000 };

@@ -58,6 +58,9 @@ void tc_volume_stats(tc_volume *v, struct tc_volume_stats *st)
 			    tc_protect_reason(v->cache) : "";
 	st->instant_bytes = s[ST_INSTANT_BYTES];
 	st->full_stripe_bytes = s[ST_FULL_STRIPE_BYTES];
+	st->writeback_full_stripes = s[ST_WB_FULL_STRIPES];
+	st->writeback_stripes_completed = s[ST_WB_STRIPES_COMPLETED];
+	st->writeback_fill_bytes = s[ST_WB_FILL_BYTES];
 	st->stream_rate_cache = atomic_load(&v->srate[0]);
 	st->stream_rate_backing = atomic_load(&v->srate[1]);
 	tc_dev_stats(v->backing, &st->backing);
@@ -123,6 +126,11 @@ int tc_volume_latency(tc_volume *v, unsigned cls, struct tc_hist *out)
 void tc_volume_set_latency_stats(tc_volume *v, bool on)
 {
 	atomic_store(&v->lat_off, !on);
+}
+
+void tc_volume_set_stripe_fill(tc_volume *v, bool on)
+{
+	atomic_store(&v->no_stripe_fill, !on);
 }
 
 void tc_volume_stats_reset(tc_volume *v)
@@ -304,6 +312,9 @@ char *tc_volume_stats_json(tc_volume *v)
 	add_u64(o, "stream_rate_backing", st.stream_rate_backing);
 	add_u64(o, "writeback_bytes", st.writeback_bytes);
 	add_u64(o, "writeback_ios", st.writeback_ios);
+	add_u64(o, "writeback_full_stripes", st.writeback_full_stripes);
+	add_u64(o, "writeback_stripes_completed", st.writeback_stripes_completed);
+	add_u64(o, "writeback_fill_bytes", st.writeback_fill_bytes);
 	add_u64(o, "writeback_rate", st.writeback_rate);
 	add_u64(o, "errors", st.errors);
 	add_u64(o, "cache_errors", st.cache_errors);

@@ -4,7 +4,8 @@
  * crash-test devices over sparse files: hit/miss paths and their counters, partial
  * sector writes, write policies, admission, sequential cutoff, eviction, durability
  * (FLUSH, FUA, periodic commit, power cuts), recovery, stale and foreign backings,
- * superblock and metadata damage, detach and settings changes.
+ * superblock and metadata damage, detach and settings changes; and the cleaner's
+ * drain rate on emulated devices, in virtual time.
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -1120,6 +1121,66 @@ static void test_stats_json_and_reset(void **state)
 	env_down(e);
 }
 
+/*
+ * Stripe-aware writeback: on a backing whose full stripe is 4 lines (64 KiB), a
+ * stripe the cache holds whole, with dirty units in two of its lines, goes back as
+ * one full-stripe write completed with the clean units; a stripe the cache holds only
+ * in part goes back as its dirty units alone; with stripe fill off (the hook the
+ * drain benchmark compares with) the whole one does too.  The backing holds every
+ * write either way.
+ */
+static void test_writeback_completes_stripes(void **state)
+{
+	struct env *e = *state;
+	env_devices(e, TC_DEV_CREATE);
+	assert_int_equal(tc_cache_format(e->ctx, e->cd, &e->copts), 0);
+	e->set.flush_rate = TC_FLUSH_LOW;
+	e->set.admission = TC_ADMIT_ALWAYS;
+	assert_int_equal(tc_backing_format_striped(e->ctx, e->bd, "vol", &e->set, 65536), 0);
+	assert_int_equal(tc_cache_open(e->ctx, e->cd, &e->c), 0);
+	assert_int_equal(tc_cache_attach(e->c, e->bd, NULL, 0, &e->v), 0);
+	assert_int_equal(vstats(e).backing_stripe, 65536);
+	for (int round = 0; round < 2; round++) {
+		struct tc_volume_stats st0 = vstats(e), st;
+		uint64_t base = (uint64_t)round * 4 * MIB;
+		tc_volume_set_stripe_fill(e->v, round == 0);
+		expect_zero(e, base, 65536);              /* stripe 0: cached whole, clean */
+		wr(e, base + 16384 + 4096, 4096, 10 + round, 0);   /* line 1, unit 1 */
+		wr(e, base + 3 * 16384, 8192, 20 + round, 0);      /* line 3, units 0-1 */
+		expect_zero(e, base + 65536 + 16384, 16384);       /* stripe 1: one line */
+		wr(e, base + 65536 + 16384, 4096, 30 + round, 0);
+		assert_int_equal(vstats(e).writeback_bytes, st0.writeback_bytes);
+		assert_int_equal(tc_volume_flush_dirty(e->v, NULL, NULL), 0);
+		st = vstats(e);
+		assert_int_equal(st.dirty_bytes, 0);
+		assert_int_equal(st.writeback_bytes - st0.writeback_bytes, 16384);
+		if (round == 0) {
+			/* Stripe 0 in one request, stripe 1's unit in another. */
+			assert_int_equal(st.writeback_ios - st0.writeback_ios, 2);
+			assert_int_equal(st.writeback_full_stripes - st0.writeback_full_stripes, 1);
+			assert_int_equal(st.writeback_stripes_completed -
+					 st0.writeback_stripes_completed, 1);
+			assert_int_equal(st.writeback_fill_bytes - st0.writeback_fill_bytes,
+					 65536 - 12288);
+		} else {
+			assert_int_equal(st.writeback_ios - st0.writeback_ios, 3);
+			assert_int_equal(st.writeback_full_stripes, st0.writeback_full_stripes);
+			assert_int_equal(st.writeback_fill_bytes, st0.writeback_fill_bytes);
+		}
+		/* The backing alone holds the writes and, around them, zeros. */
+		uint8_t *got = malloc(2 * 65536), *want = calloc(1, 2 * 65536);
+		fill(want + 16384 + 4096, 4096, 10 + round);
+		fill(want + 3 * 16384, 8192, 20 + round);
+		fill(want + 65536 + 16384, 4096, 30 + round);
+		assert_int_equal(tc_dev_pread(e->bd, got, 2 * 65536,
+					      TC_BACKING_DATA_OFFSET + base), 0);
+		assert_memory_equal(got, want, 2 * 65536);
+		free(got);
+		free(want);
+	}
+	env_down(e);
+}
+
 /* The volume's traffic on the cache device: client writes, fills of read misses,
  * reads of hits and the cleaner's reads, each counted once, in bytes. */
 static void test_cache_device_counters(void **state)
@@ -1208,12 +1269,105 @@ static void test_cache_volumes_without_backing(void **state)
 	env_down(e);
 }
 
+/* ---- the drain's speed, in the emulated devices' virtual time ------------------------ */
+
+/*
+ * A write-back volume on an emulated HDD (profiles/hdd.conf: 200 MB/s sequential,
+ * 1 ms per flush) cached on an emulated SATA SSD, deterministic: @n writes of @len
+ * bytes (sequential from 0 when @seq, else at random 4 KiB offsets inside @span) made
+ * dirty with the flush rate low, then tc_volume_flush_dirty(); returns the virtual
+ * time the flush took, ns, after checking that the backing alone holds every write.
+ */
+static uint64_t drain_time(struct env *e, bool seq, uint32_t n, uint32_t len, uint64_t span)
+{
+	struct tc_ctx_opts o = { .mode = TC_CTX_DETERMINISTIC, .seed = e->seed };
+	assert_int_equal(tc_ctx_new(&o, &e->ctx), 0);
+	tc_ctx_set_log(e->ctx, quiet, NULL, TC_LOG_ERROR);
+	assert_int_equal(tc_dev_new_emu(e->ctx, "hdd", e->bpath, TC_DEV_CREATE,
+					span + 16 * MIB, &e->bd), 0);
+	assert_int_equal(tc_dev_new_emu(e->ctx, "sata-ssd", e->cpath, TC_DEV_CREATE,
+					2 * span + 16 * MIB, &e->cd), 0);
+	e->copts.line_size = 65536;
+	assert_int_equal(tc_cache_format(e->ctx, e->cd, &e->copts), 0);
+	e->set.flush_rate = TC_FLUSH_LOW;
+	e->set.admission = TC_ADMIT_ALWAYS;
+	assert_int_equal(tc_backing_format(e->ctx, e->bd, "vol", &e->set), 0);
+	assert_int_equal(tc_cache_open(e->ctx, e->cd, &e->c), 0);
+	assert_int_equal(tc_cache_attach(e->c, e->bd, NULL, 0, &e->v), 0);
+	uint8_t *buf = malloc(len), *got = malloc(len);
+	uint64_t *offs = malloc(sizeof(uint64_t) * n), r = 88172645463325252ull;
+	for (uint32_t i = 0; i < n; i++) {
+		r ^= r << 13;
+		r ^= r >> 7;
+		r ^= r << 17;
+		offs[i] = seq ? (uint64_t)i * len : r % (span / 4096) * 4096;
+		fill(buf, len, i + 1);
+		assert_int_equal(tc_volume_pwrite(e->v, buf, len, offs[i], 0), 0);
+	}
+	assert_int_equal(vstats(e).writeback_bytes, 0);   /* the low rate waits for idle */
+	uint64_t t0 = tc_ctx_now(e->ctx);
+	assert_int_equal(tc_volume_flush_dirty(e->v, NULL, NULL), 0);
+	uint64_t dt = tc_ctx_now(e->ctx) - t0;
+	assert_int_equal(vstats(e).dirty_bytes, 0);
+	assert_int_equal(tc_cache_close(e->c), 0);
+	e->c = NULL;
+	/* The backing alone: the last write to each offset. */
+	for (uint32_t i = 0; i < n; i++) {
+		uint32_t last = i;
+		for (uint32_t j = i + 1; j < n; j++)
+			if (offs[j] == offs[i])
+				last = j;
+		fill(buf, len, last + 1);
+		assert_int_equal(tc_dev_pread(e->bd, got, len, TC_BACKING_DATA_OFFSET + offs[i]), 0);
+		assert_memory_equal(got, buf, len);
+	}
+	free(offs);
+	free(buf);
+	free(got);
+	return dt;
+}
+
+/* Fully dirty lines drain at >= 0.9x the disk's sequential write rate: the next
+ * batches read the cache while one writes the disk, and a flush holds no batch (one
+ * batch at a time, with a flush each, drained at 0.68x). */
+static void test_drain_sequential_rate(void **state)
+{
+	struct env *e = *state;
+	uint64_t bytes = 64ull * MIB;
+	uint64_t dt = drain_time(e, true, 64, MIB, bytes);
+	double seq_ns = (double)bytes / 200e6 * 1e9;   /* hdd.conf: transfer_mb_s 200 */
+	print_message("drain of %llu MiB fully dirty: %.1f ms, %.3fx the disk's sequential "
+		      "time\n", (unsigned long long)(bytes / MIB), (double)dt / 1e6,
+		      seq_ns / (double)dt);
+	assert_true(seq_ns / (double)dt >= 0.9);
+	env_down(e);
+}
+
+/* Random 4 KiB dirty units, one in eight of a 64 MiB range, drain at >= 10x the
+ * disk's random-write rate at QD 32 (about 400 IOPS on hdd.conf): one sweep in
+ * address order, adjacent units merged. */
+static void test_drain_random_rate(void **state)
+{
+	struct env *e = *state;
+	uint64_t span = 64ull * MIB;
+	uint32_t n = (uint32_t)(span / 4096 / 8);
+	uint64_t dt = drain_time(e, false, n, 4096, span);
+	double units_s = n / ((double)dt / 1e9);
+	print_message("drain of %u random 4 KiB writes over %llu MiB: %.1f ms, %.0f units/s\n",
+		      n, (unsigned long long)(span / MIB), (double)dt / 1e6, units_s);
+	assert_true(units_s >= 10 * 400);
+	env_down(e);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(test_read_miss_then_hit, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_partial_sectors_rmw, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_writeback_dirty_then_detach, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_drain_sequential_rate, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_drain_random_rate, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_writeback_completes_stripes, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_detach_discard_dirty, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_policy_change_drains, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_passthrough_invalidates, setup, teardown),
