@@ -1344,6 +1344,14 @@ struct tc_array_status {
 	uint64_t written_map_regions; /* regions (0: no record, every region counts) */
 	uint64_t written_regions;     /* of these, written since the array was created */
 	uint64_t written_region_size; /* bytes of every member per region */
+	/* RAID 5/6 writes since the array was assembled: stripe operations (one per
+	 * stripe a request touches) by how the parity was made, md's choice
+	 * (handle_stripe_dirtying): every data chunk rewritten whole, nothing read (full);
+	 * the data chunks not rewritten read (reconstruct-write); the old data and parity
+	 * read and patched (read-modify-write); a member missing or unreadable, what is
+	 * there read (degraded).  0 on other levels. */
+	uint64_t stripe_writes_full, stripe_writes_rcw, stripe_writes_rmw;
+	uint64_t stripe_writes_degraded;
 };
 
 /*

@@ -193,6 +193,12 @@ static void print_array(json_object *a)
 			printf("  last check: %" PRIu64 " mismatches in %" PRIu64 " windows\n",
 			       cli_ju64(a, "mismatches"), cli_ju64(a, "checked"));
 	}
+	/* RAID 5/6 writes since assembly, by how the parity was made (live status). */
+	uint64_t wf = cli_ju64(a, "stripe_writes_full"), wr = cli_ju64(a, "stripe_writes_rcw"),
+		 wm = cli_ju64(a, "stripe_writes_rmw"), wd = cli_ju64(a, "stripe_writes_degraded");
+	if (wf + wr + wm + wd)
+		printf("  stripe writes: %" PRIu64 " full, %" PRIu64 " reconstruct-write, %" PRIu64
+		       " read-modify-write, %" PRIu64 " degraded\n", wf, wr, wm, wd);
 	json_object *rb;
 	if (json_object_object_get_ex(a, "rebuild", &rb) && rb) {
 		uint64_t mx = cli_ju64(rb, "max_rate");

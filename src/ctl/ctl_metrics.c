@@ -358,6 +358,8 @@ static void write_caches(FILE *f, const struct ctl_snap *s)
 
 #define AS(field) offsetof(struct tc_array_status, field), \
 	sizeof(((struct tc_array_status *)0)->field), GAUGE
+#define ASC(field) offsetof(struct tc_array_status, field), \
+	sizeof(((struct tc_array_status *)0)->field), COUNTER
 
 /* The numbers of struct tc_array_status (status --json: arrays[]). */
 static const struct field array_fields[] = {
@@ -379,6 +381,10 @@ static const struct field array_fields[] = {
 	{ AS(map_region_size), "write_intent_region_bytes", "Member bytes per write-intent region.", "map_region_size", false },
 	{ AS(written_map_regions), "written_map_regions", "Regions of the record of regions ever written (0: no record).", "written_map_regions", false },
 	{ AS(written_regions), "written_regions", "Regions written since the array was created (a rebuild writes zeros to the others).", "written_regions", false },
+	{ ASC(stripe_writes_full), "stripe_writes_full_total", "RAID 5/6 write stripe operations that rewrote every data chunk and read nothing.", "stripe_writes_full", false },
+	{ ASC(stripe_writes_rcw), "stripe_writes_reconstruct_total", "RAID 5/6 write stripe operations made by reconstruct-write.", "stripe_writes_rcw", false },
+	{ ASC(stripe_writes_rmw), "stripe_writes_read_modify_write_total", "RAID 5/6 write stripe operations made by read-modify-write.", "stripe_writes_rmw", false },
+	{ ASC(stripe_writes_degraded), "stripe_writes_degraded_total", "RAID 5/6 write stripe operations with a member missing or unreadable.", "stripe_writes_degraded", false },
 	{ AS(rebuild.min_rate), "rebuild_min_rate_bytes_per_second", "Rebuild rate floor per member.", "rebuild.min_rate", false },
 	{ AS(rebuild.max_rate), "rebuild_max_rate_bytes_per_second", "Rebuild rate ceiling per member (18446744073709551615: unlimited).", "rebuild.max_rate", false },
 	{ AS(rebuild.priority), "rebuild_priority", "Rebuild priority, 0..100.", "rebuild.priority", false },

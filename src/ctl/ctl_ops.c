@@ -272,6 +272,11 @@ json_object *ctl_array_json(tc_dev *a, const char *spec)
 	json_object_object_add(o, "written_map_regions", u64(st->written_map_regions));
 	json_object_object_add(o, "written_regions", u64(st->written_regions));
 	json_object_object_add(o, "written_region_size", u64(st->written_region_size));
+	/* RAID 5/6 write stripe operations by how the parity was made. */
+	json_object_object_add(o, "stripe_writes_full", u64(st->stripe_writes_full));
+	json_object_object_add(o, "stripe_writes_rcw", u64(st->stripe_writes_rcw));
+	json_object_object_add(o, "stripe_writes_rmw", u64(st->stripe_writes_rmw));
+	json_object_object_add(o, "stripe_writes_degraded", u64(st->stripe_writes_degraded));
 	json_object *rb = json_object_new_object();
 	json_object_object_add(rb, "min_rate", u64(st->rebuild.min_rate));
 	json_object_object_add(rb, "max_rate", u64(st->rebuild.max_rate));

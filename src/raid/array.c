@@ -320,6 +320,10 @@ int tc_array_status(tc_dev *dev, struct tc_array_status *st)
 	st->parity = a->level->parity;
 	st->size = a->dev.size;
 	st->member_size = a->member_size;
+	st->stripe_writes_full = atomic_load(&a->wplan[WPLAN_FULL]);
+	st->stripe_writes_rcw = atomic_load(&a->wplan[WPLAN_RCW]);
+	st->stripe_writes_rmw = atomic_load(&a->wplan[WPLAN_RMW]);
+	st->stripe_writes_degraded = atomic_load(&a->wplan[WPLAN_DEGRADED]);
 	pthread_mutex_lock(&a->lock);
 	st->redundancy = a->redundancy < 0 ? -1 : a->redundancy;
 	pthread_mutex_unlock(&a->lock);

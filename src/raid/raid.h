@@ -98,6 +98,9 @@ struct array_member {
 	_Atomic uint64_t read_errors, corrected;
 };
 
+/* How a RAID 5/6 write stripe operation made its parity (tc_array.wplan). */
+enum raid_wplan { WPLAN_FULL, WPLAN_RCW, WPLAN_RMW, WPLAN_DEGRADED };
+
 struct tc_array {
 	struct tc_dev dev;              /* first: tc_dev * and tc_array * convert */
 	const struct tc_raid_level *level;
@@ -109,6 +112,9 @@ struct tc_array {
 	struct array_member m[TC_ARRAY_MAX_MEMBERS];
 	void *level_priv;
 	atomic_uint rr;                 /* rotating start for read balancing */
+	/* RAID 5/6 write stripe operations by how the parity was made (raid56.c,
+	 * r56_write_plan): enum raid_wplan. */
+	_Atomic uint64_t wplan[4];
 
 	pthread_mutex_t lock;           /* member state changes and events */
 	_Atomic uint32_t faulty;        /* bit per member */

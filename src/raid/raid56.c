@@ -991,12 +991,18 @@ static void r56_write_plan(struct r56_sop *op)
 		if (!whole)
 			rcw |= 1u << d;
 	}
-	if (!miss && __builtin_popcount(rmw) < __builtin_popcount(rcw))
+	_Atomic uint64_t *plan = op->a->wplan;
+	if (!miss && __builtin_popcount(rmw) < __builtin_popcount(rcw)) {
+		atomic_fetch_add_explicit(&plan[WPLAN_RMW], 1, memory_order_relaxed);
 		r56_step_read(op, rmw, r56_rmw_read_done);
-	else if (!(rcw & miss))
+	} else if (!(rcw & miss)) {
+		atomic_fetch_add_explicit(&plan[rcw ? WPLAN_RCW : WPLAN_FULL], 1,
+					  memory_order_relaxed);
 		r56_step_read(op, rcw, r56_rcw_read_done);
-	else
+	} else {
+		atomic_fetch_add_explicit(&plan[WPLAN_DEGRADED], 1, memory_order_relaxed);
 		r56_step_read(op, all & ~miss, r56_full_read_done);
+	}
 }
 
 static void r56_write_locked(void *arg)

@@ -692,6 +692,22 @@ static void test_rmw_rcw_choice(void **state)
 		reads1 += st.reads;
 	}
 	assert_int_equal(reads1 - reads0, 0);
+	/* The status counts each method once, as chosen. */
+	struct tc_array_status as;
+	assert_int_equal(tc_array_status(fx.array, &as), 0);
+	assert_int_equal(as.stripe_writes_rmw, 1);
+	assert_int_equal(as.stripe_writes_rcw, 1);
+	assert_int_equal(as.stripe_writes_full, 1);
+	assert_int_equal(as.stripe_writes_degraded, 0);
+	/* A member lost: a one-chunk write of a stripe whose lost member holds data it
+	 * does not rewrite reads what is there (stripe 0: P on member 9, Q on 0, data
+	 * chunk i on member i + 1; member 2 holds chunk 1). */
+	assert_int_equal(tc_array_fail_member(fx.array, 2), 0);
+	assert_int_equal(tc_dev_pwrite(fx.array, buf, CHUNK, 0, 0), 0);
+	assert_int_equal(tc_array_status(fx.array, &as), 0);
+	assert_int_equal(as.stripe_writes_rmw + as.stripe_writes_rcw + as.stripe_writes_full +
+			 as.stripe_writes_degraded, 4);
+	assert_int_equal(as.stripe_writes_degraded, 1);
 	raid_fx_close(&fx);
 }
 
