@@ -7,7 +7,8 @@
 #   make stress SEED=N COUNT=K   run the stress test with a chosen seed and count
 #                           (STRESS_FLAGS=--arrays: arrays as the backings)
 #   make demo               build, then scripts/demo.sh
-#   make bench              build, then the hit-path, served-path and pool-scenario benchmarks
+#   make bench              build, then the hit-path, served-path, pool-scenario and drain
+#                           benchmarks
 #   make soak MINUTES=N     build, then tests/soak/soak.sh: the real server, fio verify on
 #                           every volume, failures and kills for N minutes (default 10)
 #   make fuzz SECONDS=N     build the libFuzzer targets (clang, build-fuzz/) and run each
@@ -131,6 +132,7 @@ bench: build
 	$(BUILD)/bench/tc-bench-hit
 	$(BUILD)/bench/served/tc-bench-served
 	$(BUILD)/bench/tc-bench-scenario --secs 0.2 --hot 32 --span 96
+	$(BUILD)/bench/tc-bench-drain
 
 # FUZZ: scripts/fuzz.sh (how to promote new corpus entries is in its header).
 fuzz: deps
