@@ -582,20 +582,21 @@ static void scan_dirty(struct tc_cache *c, struct tc_volume *v, bool rf, uint64_
 }
 
 /*
- * Hold line @line_no of @v for batch @b as its entry @n, if the line is cached (in
- * @slot, or looked up when that is TC_SLOT_NONE), dirty or @fill, and free to take
- * (tc_line_try_shared): its dirty units to write back, with @fill its clean valid
- * units too (to complete a stripe).  Returns the line's valid units, 0 when not taken.
+ * Hold line @line_no of @v for batch @b as its entry @n, if the line is cached, dirty
+ * or @fill, and free to take (tc_line_try_shared): its dirty units to write back, with
+ * @fill its clean valid units too (to complete a stripe).  Returns the line's valid
+ * units, 0 when not taken.  The slot is looked up under the key's shard lock, never
+ * taken from the scan: a slot the scan saw may have been evicted and is being given
+ * to another line meanwhile, outside this lock.
  */
 static uint16_t take_line(struct tc_cache *c, struct tc_clean_batch *b, uint32_t n,
-			  struct tc_volume *v, uint32_t slot, uint32_t line_no, bool fill)
+			  struct tc_volume *v, uint32_t line_no, bool fill)
 {
 	uint64_t key = tc_line_key(v->id, line_no);
 	struct tc_lock_shard *s = tc_shard_of(c, key);
 	uint16_t valid = 0;
 	pthread_mutex_lock(&s->lock);
-	if (slot == TC_SLOT_NONE)
-		slot = tc_map_lookup(c, key);
+	uint32_t slot = tc_map_lookup(c, key);
 	struct tc_line *l = slot != TC_SLOT_NONE ? &c->lines[slot] : NULL;
 	struct tc_inflight *inf = NULL;
 	if (l && l->vol == v->id && l->line_no == line_no && (l->dirty || (fill && l->valid)))
@@ -634,7 +635,7 @@ static uint32_t take_stripe(struct tc_cache *c, struct tc_clean_batch *b, uint32
 	uint32_t start = n;
 	bool complete = true, filled = false;
 	for (uint32_t j = 0; j < lps; j++) {
-		uint16_t valid = take_line(c, b, n, v, TC_SLOT_NONE, first + j, true);
+		uint16_t valid = take_line(c, b, n, v, first + j, true);
 		if (!valid) {
 			complete = false;
 			continue;
@@ -713,8 +714,7 @@ static uint32_t batch_collect(struct tc_cache *c, struct tc_clean_batch *b,
 			rescanned = true;
 			continue;
 		}
-		uint64_t k = cl->scan[cl->scan_pos];
-		uint32_t slot = (uint32_t)k, line_no = (uint32_t)(k >> 32);
+		uint32_t line_no = (uint32_t)(cl->scan[cl->scan_pos] >> 32);
 		uint32_t from = n;
 		if (lps && !rf) {
 			if (line_no / lps == last_stripe) {
@@ -727,7 +727,7 @@ static uint32_t batch_collect(struct tc_cache *c, struct tc_clean_batch *b,
 			n = take_stripe(c, b, n, v, line_no / lps * lps, lps);
 			if (n > from)
 				v->clean_cursor = (uint64_t)(line_no / lps * lps) + lps;
-		} else if (take_line(c, b, n, v, slot, line_no, false)) {
+		} else if (take_line(c, b, n, v, line_no, false)) {
 			n++;
 			v->clean_cursor = (uint64_t)line_no + 1;
 		}
