@@ -657,7 +657,7 @@ static bool r56_ppl_flush_due(struct r56 *r)
 		return false;
 	memcpy(r->ppl_covered, r->ppl_unflushed, sizeof(r->ppl_covered));
 	r->ppl_flushing = true;
-	r->ppl_flush_idle = false;
+	__atomic_store_n(&r->ppl_flush_idle, false, __ATOMIC_RELEASE);
 	return true;
 }
 
@@ -685,7 +685,7 @@ static void r56_ppl_flushed(struct r56 *r)
 	struct r56_sop *ready = r56_ppl_serve(r);
 	bool again = r56_ppl_flush_due(r);
 	if (!again)
-		r->ppl_flush_idle = true;
+		__atomic_store_n(&r->ppl_flush_idle, true, __ATOMIC_RELEASE);
 	pthread_mutex_unlock(&r->ppl_lock);
 	if (!again)
 		tc_ctx_wake(r->a->dev.ctx);
@@ -1334,7 +1334,7 @@ int array_ppl_enable(struct tc_array *a, const uint8_t *uuid)
 		r->ppl_fchild = NULL;
 		return -ENOMEM;
 	}
-	r->ppl_flush_idle = true;
+	__atomic_store_n(&r->ppl_flush_idle, true, __ATOMIC_RELEASE);
 	for (size_t i = 0; i < (size_t)a->n * r->ppl_slots; i++)
 		r->ppl_stripe[i] = R56_NO_STRIPE;
 	memcpy(r->ppl_uuid, uuid, 16);

@@ -629,7 +629,7 @@ void array_sync_window_done(struct tc_array *a, struct array_sync_win *w)
 	s->inflight--;
 	if (s->closing) {
 		if (!s->inflight) {
-			s->window_gone = true;
+			__atomic_store_n(&s->window_gone, true, __ATOMIC_RELEASE);   /* read by tc_ctx_wait_until */
 			pthread_mutex_unlock(&a->lock);
 			tc_ctx_wake(ctx);
 			return;

@@ -722,7 +722,7 @@ static void sb_work(struct tc_work *w)
 	while (p->pending)
 		sb_record(a, p);
 	p->queued = false;
-	p->idle = true;
+	__atomic_store_n(&p->idle, true, __ATOMIC_RELEASE);
 	pthread_mutex_unlock(&p->tlock);
 	tc_ctx_wake(a->dev.ctx);
 }
@@ -797,7 +797,7 @@ bool array_sb_changed(struct tc_array *a)
 		pthread_cond_signal(&p->cond);
 	} else if (!p->queued) {
 		p->queued = true;
-		p->idle = false;
+		__atomic_store_n(&p->idle, false, __ATOMIC_RELEASE);
 		tc_ctx_defer(a->dev.ctx, &p->work);
 	}
 	pthread_mutex_unlock(&p->tlock);
@@ -1009,7 +1009,7 @@ static int sb_attach(struct tc_array *a, const struct raid_sb *sb, bool readonly
 	}
 	p->a = a;
 	p->work.fn = sb_work;
-	p->idle = true;
+	__atomic_store_n(&p->idle, true, __ATOMIC_RELEASE);
 	a->persist_priv = p;
 	a->persist = sb_persist;
 	if (!readonly && tc_ctx_deterministic(a->dev.ctx))

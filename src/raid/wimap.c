@@ -363,7 +363,7 @@ int raid_map_attach(struct tc_array *a, const uint8_t *uuid, unsigned planes,
 	mp->nregions = (a->member_size + (1ull << mp->shift) - 1) >> mp->shift;
 	mp->nblocks = map_nblocks(mp->nregions);
 	mp->readonly = readonly;
-	mp->idle = true;
+	__atomic_store_n(&mp->idle, true, __ATOMIC_RELEASE);
 	mp->timer.fn = map_daemon;
 	if ((uint64_t)mp->nblocks * 2 * RAID_MAP_BLOCK > RAID_MAP_AREA) {
 		/* 12 million regions of 64 MiB: members of 790 TB. */
@@ -540,7 +540,7 @@ static void map_write_done(struct map_write *mw)
 	again = mp->gen > mp->written_gen;
 	if (!again) {
 		mp->writing = false;
-		mp->idle = true;
+		__atomic_store_n(&mp->idle, true, __ATOMIC_RELEASE);
 	}
 	pthread_mutex_unlock(&mp->lock);
 	map_write_free(mw);
@@ -622,14 +622,14 @@ static void map_write_start(struct raid_map *mp, bool flush_first)
 		       "retrying", a->dev.name);
 		pthread_mutex_lock(&mp->lock);
 		mp->writing = false;
-		mp->idle = true;
+		__atomic_store_n(&mp->idle, true, __ATOMIC_RELEASE);
 		map_arm(mp);
 		pthread_mutex_unlock(&mp->lock);
 		return;
 	}
 	mw->mp = mp;
 	pthread_mutex_lock(&mp->lock);
-	mp->idle = false;
+	__atomic_store_n(&mp->idle, false, __ATOMIC_RELEASE);
 	mw->gen = mp->gen;
 	for (uint32_t b = 0; b < nb; b++)
 		if (mp->changed[b]) {
@@ -709,7 +709,7 @@ void raid_map_rewrite(struct tc_array *a)
 	bool start = !mp->writing;
 	if (start) {
 		mp->writing = true;
-		mp->idle = false;       /* a close from now on waits for it */
+		__atomic_store_n(&mp->idle, false, __ATOMIC_RELEASE);       /* a close from now on waits for it */
 	}
 	pthread_mutex_unlock(&mp->lock);
 	if (start)
