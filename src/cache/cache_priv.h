@@ -293,9 +293,10 @@ struct tc_clean_done {
 
 struct tc_cleaner {
 	unsigned active;                 /* batches claimed or in flight (meta.lock) */
-	/* One batch writes the backings at a time (meta.lock): the batch whose writes
-	 * are in flight, and those whose cache reads are done, waiting to write, FIFO. */
-	struct tc_clean_batch *writer;
+	/* Batches writing the backings (meta.lock): how many have writes in flight, and
+	 * those whose cache reads are done, waiting for their turn, FIFO (cleaner.c,
+	 * write_begin). */
+	unsigned nwriters;
 	struct tc_clean_batch *write_wait[TC_CLEAN_SLOTS];
 	unsigned nwrite_wait;
 	uint32_t batch_lines;            /* lines per batch: TC_CLEAN_BATCH, or more

@@ -16,16 +16,16 @@
  *
  * Pipeline: up to TC_CLEAN_SLOTS batches are in flight.  When a batch's cache reads
  * complete it kicks the cleaner before writing, so the next batch reads the cache
- * while this one writes the backing; a batch whose writes completed frees its slot
- * at once and kicks again (the flush group, below, waits for the flush): the backing
- * is never idle waiting for the cache, and a drain of fully dirty lines is bound by
- * the backing's sequential write rate, not by the sum of both devices' times plus a
- * flush per batch.  A line is in one batch at a time (tc_inflight.cleaning).  The
- * candidates are found by one scan of the line array, sorted, and consumed by the
- * batches that follow until used up (tc_cleaner.scan), not by a scan per batch.
- * Measured (docs/benchmarks.md, "Drain"): one batch at a time with a flush each
- * drained fully dirty lines to an emulated HDD at 0.68x its sequential rate, this at
- * 0.97x.
+ * while this one writes the backing; the writes go out one batch at a time
+ * (write_begin), and a batch whose writes completed frees its slot at once and kicks
+ * again (the flush group, below, waits for the flush): the backing is never idle
+ * waiting for the cache, and a drain of fully dirty lines is bound by the backing's
+ * sequential write rate, not by the sum of both devices' times plus a flush per batch.
+ * A line is in one batch at a time (tc_inflight.cleaning).  The candidates are found
+ * by one scan of the line array, sorted, and consumed by the batches that follow until
+ * used up (tc_cleaner.scan), not by a scan per batch.  Measured (docs/benchmarks.md,
+ * "Drain"): one batch at a time with a flush each drained fully dirty lines to an
+ * emulated HDD at 0.69x its sequential rate, this at 0.95x.
  *
  * Rate (flush_rate setting), as a token bucket refilled by elapsed time (one second
  * of burst at most):
@@ -507,41 +507,55 @@ static bool batch_verify(struct tc_clean_batch *b)
 }
 
 /*
- * One batch writes the backings at a time: the batches overlap their cache reads with
- * another's writes, but the writes themselves go out one batch after the other.  The
- * backing is kept busy all the same (the next batch's writes are submitted when the
- * last of the previous one's complete, with nothing in between but this hand-over),
- * and a client's requests to the backing queue behind one batch at most.  With three
- * batches writing at once, a client's 4 KiB writes to a RAID 6 during a drain had a
- * median of 75 to 95 ms against 20 to 35 ms with the old one-batch cleaner; with one
- * writer, 31 to 43 ms (tc-bench-degrade, docs/benchmarks.md "Drain").
+ * How many batches may write the backings at once: all of them while the volume's
+ * clients are idle, so that an array gets stripes enough to keep every member busy
+ * (one writer at a time drained a RAID 6 at 0.80x of its sequential rate, three at
+ * 0.91x); one while its clients are busy (a request in flight or in the last tick),
+ * so that their requests queue behind one batch at most: with three batches writing
+ * at once, a client's 4 KiB writes to a RAID 6 during a drain had a median of 75 to
+ * 95 ms against 20 to 35 ms with the old one-batch cleaner, with one 27 to 43 ms
+ * (tc-bench-degrade, docs/benchmarks.md "Drain").  One writer keeps the backing busy
+ * all the same: the next batch's writes go out when the last of the previous one's
+ * complete.
  */
+static unsigned max_writers(struct tc_volume *v, uint64_t now)
+{
+	uint64_t last = atomic_load(&v->last_io_ns);
+	bool busy = atomic_load(&v->inflight_reqs) > 0 || now < last || now - last < TC_TICK_NS;
+	return busy ? 1 : TC_CLEAN_SLOTS;
+}
+
+/* Whether @b may write now; if not, it waits in write_wait for write_end(). */
 static bool write_begin(struct tc_clean_batch *b)
 {
-	struct tc_cleaner *cl = &b->c->cleaner;
-	pthread_mutex_lock(&b->c->meta.lock);
-	bool now = !cl->writer;
+	struct tc_cache *c = b->c;
+	struct tc_cleaner *cl = &c->cleaner;
+	unsigned max = max_writers(b->vol, tc_ctx_now(c->ctx));
+	pthread_mutex_lock(&c->meta.lock);
+	bool now = cl->nwriters < max && !cl->nwrite_wait;
 	if (now)
-		cl->writer = b;
+		cl->nwriters++;
 	else
 		cl->write_wait[cl->nwrite_wait++] = b;
-	pthread_mutex_unlock(&b->c->meta.lock);
+	pthread_mutex_unlock(&c->meta.lock);
 	return now;
 }
 
-/* @b's writes are done: the next batch waiting to write, now the writer, or NULL. */
+/* @b's writes are done: the next batch waiting to write, now writing, or NULL. */
 static struct tc_clean_batch *write_end(struct tc_clean_batch *b)
 {
-	struct tc_cleaner *cl = &b->c->cleaner;
-	pthread_mutex_lock(&b->c->meta.lock);
+	struct tc_cache *c = b->c;
+	struct tc_cleaner *cl = &c->cleaner;
+	pthread_mutex_lock(&c->meta.lock);
 	struct tc_clean_batch *next = NULL;
+	cl->nwriters--;
 	if (cl->nwrite_wait) {
 		next = cl->write_wait[0];
 		memmove(cl->write_wait, cl->write_wait + 1,
 			(--cl->nwrite_wait) * sizeof(cl->write_wait[0]));
+		cl->nwriters++;
 	}
-	cl->writer = next;
-	pthread_mutex_unlock(&b->c->meta.lock);
+	pthread_mutex_unlock(&c->meta.lock);
 	return next;
 }
 
