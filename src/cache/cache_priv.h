@@ -295,7 +295,7 @@ struct tc_cleaner {
 	unsigned active;                 /* batches claimed or in flight (meta.lock) */
 	/* Batches writing the backings (meta.lock): how many have writes in flight, and
 	 * those whose cache reads are done, waiting for their turn, FIFO (cleaner.c,
-	 * write_begin). */
+	 * write_turns). */
 	unsigned nwriters;
 	struct tc_clean_batch *write_wait[TC_CLEAN_SLOTS];
 	unsigned nwrite_wait;

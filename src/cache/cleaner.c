@@ -16,16 +16,17 @@
  *
  * Pipeline: up to TC_CLEAN_SLOTS batches are in flight.  When a batch's cache reads
  * complete it kicks the cleaner before writing, so the next batch reads the cache
- * while this one writes the backing; the writes go out one batch at a time
- * (write_begin), and a batch whose writes completed frees its slot at once and kicks
- * again (the flush group, below, waits for the flush): the backing is never idle
- * waiting for the cache, and a drain of fully dirty lines is bound by the backing's
- * sequential write rate, not by the sum of both devices' times plus a flush per batch.
+ * while this one writes the backing (write_turns: while the volume's clients are
+ * busy, one batch writes at a time), and a batch whose writes completed frees its slot
+ * at once and kicks again (the flush group, below, waits for the flush): the backing
+ * is never idle waiting for the cache, and a drain of fully dirty lines is bound by
+ * the backing's sequential write rate, not by the sum of both devices' times plus a
+ * flush per batch.
  * A line is in one batch at a time (tc_inflight.cleaning).  The candidates are found
  * by one scan of the line array, sorted, and consumed by the batches that follow until
  * used up (tc_cleaner.scan), not by a scan per batch.  Measured (docs/benchmarks.md,
  * "Drain"): one batch at a time with a flush each drained fully dirty lines to an
- * emulated HDD at 0.69x its sequential rate, this at 0.95x.
+ * emulated HDD at 0.69x its sequential rate, this at 0.96x.
  *
  * Rate (flush_rate setting), as a token bucket refilled by elapsed time (one second
  * of burst at most):
@@ -525,43 +526,36 @@ static unsigned max_writers(struct tc_volume *v, uint64_t now)
 	return busy ? 1 : TC_CLEAN_SLOTS;
 }
 
-/* Whether @b may write now; if not, it waits in write_wait for write_end(). */
-static bool write_begin(struct tc_clean_batch *b)
+/*
+ * Take turns writing: queue @b (unless NULL) for its turn, end the turn of a batch
+ * whose writes are done (@done), then give turns, in queue order, to as many batches
+ * as may write now for volume @v (max_writers); they go into @go.  Returns how many.
+ */
+static unsigned write_turns(struct tc_cache *c, struct tc_clean_batch *b, bool done,
+			    struct tc_volume *v, struct tc_clean_batch **go)
 {
-	struct tc_cache *c = b->c;
 	struct tc_cleaner *cl = &c->cleaner;
-	unsigned max = max_writers(b->vol, tc_ctx_now(c->ctx));
+	unsigned max = max_writers(v, tc_ctx_now(c->ctx)), n = 0;
 	pthread_mutex_lock(&c->meta.lock);
-	bool now = cl->nwriters < max && !cl->nwrite_wait;
-	if (now)
-		cl->nwriters++;
-	else
+	if (done)
+		cl->nwriters--;
+	if (b)
 		cl->write_wait[cl->nwrite_wait++] = b;
-	pthread_mutex_unlock(&c->meta.lock);
-	return now;
-}
-
-/* @b's writes are done: the next batch waiting to write, now writing, or NULL. */
-static struct tc_clean_batch *write_end(struct tc_clean_batch *b)
-{
-	struct tc_cache *c = b->c;
-	struct tc_cleaner *cl = &c->cleaner;
-	pthread_mutex_lock(&c->meta.lock);
-	struct tc_clean_batch *next = NULL;
-	cl->nwriters--;
-	if (cl->nwrite_wait) {
-		next = cl->write_wait[0];
+	while (cl->nwrite_wait && cl->nwriters < max) {
+		go[n++] = cl->write_wait[0];
 		memmove(cl->write_wait, cl->write_wait + 1,
 			(--cl->nwrite_wait) * sizeof(cl->write_wait[0]));
 		cl->nwriters++;
 	}
 	pthread_mutex_unlock(&c->meta.lock);
-	return next;
+	return n;
 }
 
 static void batch_step(struct tc_clean_batch *b)
 {
 	struct tc_cache *c = b->c;
+	struct tc_clean_batch *go[TC_CLEAN_SLOTS];
+	unsigned n;
 	int step = b->step++;
 	int err = __atomic_load_n(&b->err, __ATOMIC_RELAXED);
 	switch (step) {
@@ -576,25 +570,25 @@ static void batch_step(struct tc_clean_batch *b)
 		 * before the writes go out: this batch keeps the cache open until then. */
 		if (batch_verify(b))
 			tc_cleaner_kick(c);
-		if (write_begin(b))
-			batch_write(b);
+		n = write_turns(c, b, false, b->vol, go);
+		for (unsigned i = 0; i < n; i++)
+			batch_write(go[i]);
 		break;
 	case BATCH_WRITES_DONE:
-	default: {
+	default:
 		/* This batch's flush goes out before the next batch's writes: a disk serves
 		 * a flush only after everything queued before it, and holds back what comes
 		 * after, so a flush submitted behind a whole batch of writes would hold a
 		 * client's requests back for that long. */
-		struct tc_clean_batch *next = write_end(b);
+		n = write_turns(c, NULL, true, b->vol, go);
 		batch_release(b);
 		if (err)
 			batch_fail(b);
 		else
 			batch_written(b);
-		if (next)
-			batch_write(next);
+		for (unsigned i = 0; i < n; i++)
+			batch_write(go[i]);
 		break;
-	}
 	}
 }
 
