@@ -584,8 +584,8 @@ void tc_cleaner_tick(struct tc_cache *c, uint64_t now);
 void tc_cleaner_kick(struct tc_cache *c);
 /* Drain the volume's dirty data (blocking); used by flush, detach and set. */
 int tc_cleaner_drain(struct tc_volume *v, tc_progress_fn fn, void *opaque);
-/* Whether a writeback batch is in flight: of volume @v, or of any volume (@v NULL).
- * Takes meta.lock. */
+/* Whether a writeback batch of volume @v is in flight, or lines of it wait for the
+ * flush group's flush.  Takes meta.lock. */
 bool tc_cleaner_busy(struct tc_cache *c, struct tc_volume *v);
 /* Deterministic contexts: run queued work, or advance the virtual clock to the next
  * timer (at most one tick): one step of a loop that waits for the cleaner. */

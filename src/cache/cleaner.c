@@ -94,10 +94,10 @@ bool tc_cleaner_busy(struct tc_cache *c, struct tc_volume *v)
 	bool busy = false;
 	pthread_mutex_lock(&c->meta.lock);
 	for (unsigned i = 0; i < TC_CLEAN_SLOTS; i++)
-		if (cl->b[i].vol && (!v || cl->b[i].vol == v))
+		if (cl->b[i].vol == v)
 			busy = true;
-	if (v ? atomic_load(&v->clean_pending) != 0 : cl->active || cl->flush_inflight)
-		busy = true;   /* claimed and still collecting, or waiting for a flush */
+	if (atomic_load(&v->clean_pending))
+		busy = true;   /* written, waiting for the flush group's flush */
 	pthread_mutex_unlock(&c->meta.lock);
 	return busy;
 }
