@@ -110,6 +110,14 @@ void tc_cleaner_wait_step(struct tc_cache *c)
 	tc_ctx_advance(c->ctx, next > now && next - now < TC_TICK_NS ? next - now : TC_TICK_NS);
 }
 
+/* How long @v's clients have been idle at @now, ns: 0 while a request is in flight
+ * (or one was stamped after @now by another thread). */
+static uint64_t client_idle_ns(struct tc_volume *v, uint64_t now)
+{
+	uint64_t last = atomic_load(&v->last_io_ns);
+	return atomic_load(&v->inflight_reqs) || now < last ? 0 : now - last;
+}
+
 /* Bytes per second the volume may write back now; UINT64_MAX = unlimited; 0 = idle. */
 static uint64_t clean_rate(struct tc_cache *c, struct tc_volume *v, uint64_t now)
 {
@@ -119,9 +127,7 @@ static uint64_t clean_rate(struct tc_cache *c, struct tc_volume *v, uint64_t now
 	if (atomic_load(&v->draining) || atomic_load(&v->range_flush) ||
 	    atomic_load(&v->cap_pressure) || c->pressure || atomic_load(&c->wb_hold))
 		return UINT64_MAX;
-	uint64_t idle = now - atomic_load(&v->last_io_ns);
-	if (atomic_load(&v->inflight_reqs))
-		idle = 0;
+	uint64_t idle = client_idle_ns(v, now);
 	switch (TC_SET(v, flush_rate)) {
 	case TC_FLUSH_LOW:
 		return idle >= 1000000000ull ? 16 * MIB : 0;
@@ -521,9 +527,7 @@ static bool batch_verify(struct tc_clean_batch *b)
  */
 static unsigned max_writers(struct tc_volume *v, uint64_t now)
 {
-	uint64_t last = atomic_load(&v->last_io_ns);
-	bool busy = atomic_load(&v->inflight_reqs) > 0 || now < last || now - last < TC_TICK_NS;
-	return busy ? 1 : TC_CLEAN_SLOTS;
+	return client_idle_ns(v, now) < TC_TICK_NS ? 1 : TC_CLEAN_SLOTS;
 }
 
 /*
