@@ -201,6 +201,15 @@ void tc_volume_set_latency_stats(tc_volume *vol, bool on);
  */
 void tc_volume_set_stripe_fill(tc_volume *vol, bool on);
 
+/*
+ * tc_volume_check_dirty_index - compare the volume's dirty index (the dirty units of
+ * each group of lines, which the cleaner works from) with a count made from every
+ * cache line now.  For tests, with no request or writeback in flight.  0 when they
+ * agree; -EIO when they differ (the first difference logged); -ENOENT when the index
+ * is lost (out of memory: the cleaner scans the lines); -ENOMEM.
+ */
+int tc_volume_check_dirty_index(tc_volume *vol);
+
 #ifdef __cplusplus
 }
 #endif

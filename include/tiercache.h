@@ -1047,6 +1047,8 @@ struct tc_volume_stats {
 	uint64_t promotions;        /* lines filled or allocated */
 	uint64_t evictions;         /* lines of this volume evicted */
 	uint64_t bypassed_seq;      /* requests bypassing the cache: sequential cutoff */
+	uint64_t seq_kept_dirty_stripe; /* sequential writes kept in the cache instead:
+	                             * their stripe of a parity backing held dirty data */
 	uint64_t bypassed_admission;/* read misses not filled: admission said no */
 	uint64_t bypassed_bytes;    /* sequential bypass: bytes written around the cache,
 	                             * and bytes of read misses not filled */
@@ -1106,6 +1108,8 @@ struct tc_cache_stats {
 	uint64_t mem_admission_bytes;     /* admission history, bytes total */
 	uint64_t mem_csum_bytes;          /* checksums of cached data, bytes total (4 per
 					   * 4 KiB unit of every line; 0 when off) */
+	uint64_t mem_dirty_index_bytes;   /* the online volumes' dirty indexes (where their
+	                                   * dirty data is, by stripe), bytes total */
 	bool checksums;                   /* cached data is checked on every read back */
 	uint8_t redundancy;               /* the device's tc_dev_limits redundancy now */
 	bool unprotected_writeback;       /* write-back allowed without redundancy: the

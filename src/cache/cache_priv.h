@@ -35,6 +35,48 @@
 struct tc_cache;
 struct tc_line_hold;
 
+/*
+ * A volume's dirty index (dirty.c): the dirty 4 KiB units of each group of
+ * group_lines lines (its backing's full stripe, or TC_DIRTY_GROUP_LINES lines) that
+ * has any, in an open-addressed table of cap entries (a power of 2), count of them in
+ * use.  full counts the groups wholly dirty (group_units of them; 0 = groups are no
+ * stripes, none counted).  lost: a count went wrong or the table could not grow; the
+ * cleaner scans the lines instead until the index is rebuilt at the next attach.
+ */
+#define TC_DIRTY_GROUP_LINES 16u
+struct tc_dirty_group {
+	uint32_t group;                  /* line_no / group_lines */
+	uint32_t units;                  /* dirty 4 KiB units in it; 0 = entry empty */
+};
+struct tc_dirty_index {
+	pthread_mutex_t lock;
+	uint32_t group_lines, group_units;
+	uint32_t cap, count, full;
+	bool lost;
+	struct tc_dirty_group *tab;
+};
+
+/* An empty index of groups of @group_lines lines, @group_units of them a full group
+ * (0: none counted as full).  0, or -ENOMEM. */
+int tc_dirty_init(struct tc_dirty_index *d, uint32_t group_lines, uint32_t group_units);
+void tc_dirty_fini(struct tc_dirty_index *d);
+/* Empty the index (and trust it again): before a rebuild from the lines. */
+void tc_dirty_reset(struct tc_dirty_index *d);
+/* Line @line_no's dirty units changed by @units (negative: cleaned). */
+void tc_dirty_add(struct tc_dirty_index *d, uint32_t line_no, int64_t units);
+/* Whether any group holding a line of [@first_line, @last_line] has dirty units
+ * (false when the index is lost). */
+bool tc_dirty_any(struct tc_dirty_index *d, uint32_t first_line, uint32_t last_line);
+/* The groups with dirty data, unordered, as (group << 32 | units) in *@out (malloc'd,
+ * the caller frees it), *@nfull of them full; returns how many, -ENOENT when the index
+ * is lost, -ENOMEM. */
+int64_t tc_dirty_collect(struct tc_dirty_index *d, uint64_t **out, uint32_t *nfull);
+/* Bytes the index's table takes. */
+size_t tc_dirty_mem(struct tc_dirty_index *d);
+/* Groups wholly dirty now. */
+uint32_t tc_dirty_full(struct tc_dirty_index *d);
+bool tc_dirty_lost(struct tc_dirty_index *d);
+
 /* A line's in-flight record (lock.c): its lock and its generation. */
 struct tc_inflight {
 	uint64_t key;
@@ -106,6 +148,28 @@ struct tc_meta {
 /* Where a volume stands in moving its backing's attach generation after a fallback. */
 enum tc_release_state { TC_RELEASE_NONE, TC_RELEASE_WRITING, TC_RELEASE_DONE };
 
+/* Indexes into tc_volume.st[] */
+enum {
+	ST_READ_HITS, ST_READ_PARTIAL, ST_READ_MISSES, ST_WRITE_HITS, ST_WRITE_PARTIAL,
+	ST_WRITE_MISSES, ST_READS, ST_WRITES, ST_FLUSHES, ST_DISCARDS, ST_WRITE_ZEROES,
+	ST_BYTES_READ, ST_BYTES_WRITTEN, ST_PROMOTIONS, ST_EVICTIONS, ST_BYPASS_SEQ,
+	ST_BYPASS_ADMIT, ST_BYPASS_BYTES, ST_WB_BYTES, ST_WB_IOS, ST_ERRORS,
+	ST_CACHE_ERRORS, ST_BACKING_ERRORS,
+	/* The volume's traffic on the cache device (its wear): every slot read and write,
+	 * and of those the fills of read misses and the cleaner's reads. */
+	ST_CACHE_BYTES_READ, ST_CACHE_BYTES_WRITTEN, ST_CACHE_FILL_BYTES, ST_CACHE_WB_READ_BYTES,
+	/* Instant write-back: bytes of full stripes made dirty at once; wb: bytes of
+	 * whole-stripe writes sent to the backing in one request. */
+	ST_INSTANT_BYTES, ST_FULL_STRIPE_BYTES,
+	/* The cleaner on a backing with a full stripe (cleaner.c): whole stripes written
+	 * back in one request, the stripes of those it completed with clean cached data,
+	 * and the clean bytes it wrote to complete them. */
+	ST_WB_FULL_STRIPES, ST_WB_STRIPES_COMPLETED, ST_WB_FILL_BYTES,
+	/* Sequential writes kept in the cache: their stripe held dirty data (plan.c). */
+	ST_SEQ_DIRTY_STRIPE,
+	ST__COUNT
+};
+
 struct tc_volume {
 	struct tc_cache *cache;
 	tc_dev *backing;
@@ -133,6 +197,7 @@ struct tc_volume {
 	_Atomic uint8_t srate_last;
 	atomic_uint srate_tick;
 	_Atomic uint64_t dirty_units;    /* 4 KiB units dirty */
+	struct tc_dirty_index dirty_ix;  /* where they are, by group (dirty.c) */
 	_Atomic uint64_t valid_units;
 	_Atomic uint64_t last_io_ns;
 	_Atomic int inflight_reqs;
@@ -161,7 +226,7 @@ struct tc_volume {
 	struct iovec release_iov;
 	atomic_bool undurable_warned;    /* the "dirty data cannot be made durable" message */
 	/* Counters (atomic). */
-	_Atomic uint64_t st[32];
+	_Atomic uint64_t st[ST__COUNT];
 	/* Latency histograms, one per enum tc_lat_class (stats.c); lat_off: recording
 	 * stopped (tc_volume_set_latency_stats, for the hit-path benchmark). */
 	struct tc_lat_hist *lat;
@@ -234,26 +299,6 @@ struct tc_lat_hist {
 	_Atomic uint64_t b[TC_HIST_BUCKETS];
 };
 
-/* Indexes into tc_volume.st[] */
-enum {
-	ST_READ_HITS, ST_READ_PARTIAL, ST_READ_MISSES, ST_WRITE_HITS, ST_WRITE_PARTIAL,
-	ST_WRITE_MISSES, ST_READS, ST_WRITES, ST_FLUSHES, ST_DISCARDS, ST_WRITE_ZEROES,
-	ST_BYTES_READ, ST_BYTES_WRITTEN, ST_PROMOTIONS, ST_EVICTIONS, ST_BYPASS_SEQ,
-	ST_BYPASS_ADMIT, ST_BYPASS_BYTES, ST_WB_BYTES, ST_WB_IOS, ST_ERRORS,
-	ST_CACHE_ERRORS, ST_BACKING_ERRORS,
-	/* The volume's traffic on the cache device (its wear): every slot read and write,
-	 * and of those the fills of read misses and the cleaner's reads. */
-	ST_CACHE_BYTES_READ, ST_CACHE_BYTES_WRITTEN, ST_CACHE_FILL_BYTES, ST_CACHE_WB_READ_BYTES,
-	/* Instant write-back: bytes of full stripes made dirty at once; wb: bytes of
-	 * whole-stripe writes sent to the backing in one request. */
-	ST_INSTANT_BYTES, ST_FULL_STRIPE_BYTES,
-	/* The cleaner on a backing with a full stripe (cleaner.c): whole stripes written
-	 * back in one request, the stripes of those it completed with clean cached data,
-	 * and the clean bytes it wrote to complete them. */
-	ST_WB_FULL_STRIPES, ST_WB_STRIPES_COMPLETED, ST_WB_FILL_BYTES,
-	ST__COUNT
-};
-_Static_assert(ST__COUNT <= 32, "stats array");
 
 /*
  * One writeback batch (cleaner.c): up to tc_cleaner.batch_lines dirty lines of one
@@ -302,14 +347,16 @@ struct tc_cleaner {
 	uint32_t batch_lines;            /* lines per batch: TC_CLEAN_BATCH, or more
 	                                  * so that a batch spans TC_CLEAN_BATCH_BYTES */
 	struct tc_clean_batch b[TC_CLEAN_SLOTS];
-	/* The sorted candidates of the last scan of the line array (line_no << 32 |
-	 * slot), consumed by the batches that follow until used up, so that the whole
-	 * array is scanned once per scan_cap candidates, not once per batch; each is
-	 * checked again under its shard lock when taken.  Under mgmt_lock. */
+	/* The candidates of the last scan (cleaner.c, scan_dirty): runs of lines with
+	 * dirty data, first line << 32 | lines, in the order the batches that follow
+	 * take them until used up; each line is checked again under its shard lock when
+	 * taken.  Under mgmt_lock. */
 	uint64_t *scan;
 	uint32_t scan_cap, scan_cnt, scan_pos;
 	struct tc_volume *scan_vol;      /* whose lines scan holds; NULL = none */
+	uint32_t scan_sub;               /* lines of scan[scan_pos] already taken */
 	bool scan_rf;                    /* taken for a range flush of [scan_lo, scan_hi) */
+	bool scan_partial;               /* with partial stripes (partial_stripes_ok) */
 	uint64_t scan_lo, scan_hi;
 	/* The flush group (meta.lock): lines whose backing writes completed, waiting for
 	 * a flush submitted after that (pend), and those the flush in flight covers
@@ -580,6 +627,9 @@ void tc_requests_abandon(struct tc_cache *c);
 int tc_cleaner_init(struct tc_cache *c);
 void tc_cleaner_fini(struct tc_cache *c);
 void tc_cleaner_tick(struct tc_cache *c, uint64_t now);
+/* Lines per full stripe of @stripe bytes that the cleaner writes back whole: 0 when
+ * there is no stripe, it is no whole number of lines, one line, or more than a batch. */
+uint32_t tc_cleaner_stripe_lines(struct tc_cache *c, uint64_t stripe);
 /* Run a cleaner pass soon from a work item (allocation starved). */
 void tc_cleaner_kick(struct tc_cache *c);
 /* Drain the volume's dirty data (blocking); used by flush, detach and set. */

@@ -22,9 +22,12 @@
  * is never idle waiting for the cache, and a drain of fully dirty lines is bound by
  * the backing's sequential write rate, not by the sum of both devices' times plus a
  * flush per batch.
- * A line is in one batch at a time (tc_inflight.cleaning).  The candidates are found
- * by one scan of the line array, sorted, and consumed by the batches that follow until
- * used up (tc_cleaner.scan), not by a scan per batch.  Measured (docs/benchmarks.md,
+ * A line is in one batch at a time (tc_inflight.cleaning).  The candidates come from
+ * the volume's dirty index (dirty.c: the dirty units of each stripe, or group of lines,
+ * that has any), sorted, and are consumed by the batches that follow until used up
+ * (tc_cleaner.scan); the line array is scanned only when the index is lost (out of
+ * memory).  On a parity backing the full dirty stripes go first, the partial ones
+ * only under pressure or once the clients are idle (partial_stripes_ok).  Measured (docs/benchmarks.md,
  * "Drain"): one batch at a time with a flush each drained fully dirty lines to an
  * emulated HDD at 0.69x its sequential rate, this at 0.96x.
  *
@@ -604,17 +607,37 @@ static void batch_start_work(struct tc_work *w)
 }
 
 /*
- * Scan the line array for @v's dirty lines (inside [rlo, rhi) for a range flush),
- * those at or after the cursor first, into cl->scan: each part sorted by line number.
+ * Order @n candidates (first line << 32 | lines) by first line, those reaching past
+ * @cursor first: a sweep from the cursor that wraps around.
  */
-static void scan_dirty(struct tc_cache *c, struct tc_volume *v, bool rf, uint64_t rlo,
-		       uint64_t rhi)
+static void sort_from_cursor(uint64_t *keys, uint32_t n, uint64_t cursor)
 {
-	struct tc_cleaner *cl = &c->cleaner;
-	uint64_t *keys = cl->scan;
+	qsort(keys, n, sizeof(uint64_t), cmp_u64);
+	uint32_t split = 0;
+	while (split < n && (keys[split] >> 32) + (uint32_t)keys[split] <= cursor)
+		split++;
+	/* Rotate [0, split) behind [split, n): three reversals. */
+	for (int k = 0; k < 3; k++) {
+		uint32_t lo = k == 0 ? 0 : k == 1 ? split : 0, hi = k == 0 ? split : n;
+		for (uint32_t a = lo, z = hi; a + 1 < z; a++, z--) {
+			uint64_t t = keys[a];
+			keys[a] = keys[z - 1];
+			keys[z - 1] = t;
+		}
+	}
+}
+
+/*
+ * The old way, when the volume's dirty index is lost (dirty.c): scan the line array
+ * for @v's dirty lines, inside [rlo, rhi) for a range flush, into @keys as candidates
+ * of one line each; at most @cap, those at or after the cursor first.
+ */
+static uint32_t scan_lines(struct tc_cache *c, struct tc_volume *v, bool rf, uint64_t rlo,
+			   uint64_t rhi, uint64_t *keys, uint32_t cap)
+{
 	uint32_t cnt = 0;
-	for (int pass = 0; pass < 2 && cnt < cl->scan_cap; pass++) {
-		for (uint32_t i = 0; i < c->nslots && cnt < cl->scan_cap; i++) {
+	for (int pass = 0; pass < 2 && cnt < cap; pass++) {
+		for (uint32_t i = 0; i < c->nslots && cnt < cap; i++) {
 			struct tc_line l = tc_line_peek(&c->lines[i]);
 			if (l.vol != v->id || !l.dirty)
 				continue;
@@ -622,23 +645,73 @@ static void scan_dirty(struct tc_cache *c, struct tc_volume *v, bool rf, uint64_
 				continue;
 			bool after = l.line_no >= v->clean_cursor;
 			if (after == (pass == 0))
-				keys[cnt++] = ((uint64_t)l.line_no << 32) | i;
+				keys[cnt++] = ((uint64_t)l.line_no << 32) | 1u;
 		}
-		if (pass == 0 && cnt >= cl->batch_lines)
+		if (pass == 0 && cnt >= c->cleaner.batch_lines)
 			break;
 	}
-	/* Sort each pass's part separately: the first part starts at the cursor. */
-	uint32_t split = 0;
-	while (split < cnt && (keys[split] >> 32) >= v->clean_cursor)
-		split++;
-	qsort(keys, split, sizeof(uint64_t), cmp_u64);
-	qsort(keys + split, cnt - split, sizeof(uint64_t), cmp_u64);
+	return cnt;
+}
+
+/*
+ * Fill cl->scan with @v's candidates for the next batches: runs of lines that hold
+ * dirty data (first line << 32 | lines), from the volume's dirty index, each a group
+ * of the index (a stripe on a parity backing) clipped to [rlo, rhi) for a range flush,
+ * in elevator order from the cursor.  On a backing whose stripes the cleaner writes
+ * whole (@lps lines each, not for a range flush), the full dirty stripes come first,
+ * and the partial ones follow only with @partial (partial_stripes_ok).
+ */
+static void scan_dirty(struct tc_cache *c, struct tc_volume *v, bool rf, uint64_t rlo,
+		       uint64_t rhi, uint32_t lps, bool partial)
+{
+	struct tc_cleaner *cl = &c->cleaner;
+	struct tc_dirty_index *d = &v->dirty_ix;
+	uint64_t *groups = NULL;
+	uint32_t nfull = 0, cnt = 0;
+	int64_t ng = tc_dirty_collect(d, &groups, &nfull);
+	if (ng < 0) {
+		cnt = scan_lines(c, v, rf, rlo, rhi, cl->scan, cl->scan_cap);
+		sort_from_cursor(cl->scan, cnt, v->clean_cursor);
+		goto done;
+	}
+	bool stripes = lps && !rf && d->group_units;
+	/* Candidates in place, bit 31 of a full stripe's count of lines set. */
+	uint32_t m = 0, nf = 0;
+	for (int64_t i = 0; i < ng; i++) {
+		uint64_t first = (groups[i] >> 32) * d->group_lines, end = first + d->group_lines;
+		bool full = stripes && (uint32_t)groups[i] == d->group_units;
+		if (rf) {
+			first = first > rlo ? first : rlo;
+			end = end < rhi ? end : rhi;
+			if (first >= end)
+				continue;
+		}
+		if (stripes && !full && !partial)
+			continue;
+		groups[m++] = (first << 32) | (end - first) | (full ? 1ull << 31 : 0);
+	}
+	/* Full stripes to the front, then each part in elevator order. */
+	for (uint32_t i = 0; i < m; i++) {
+		if (!(groups[i] & (1ull << 31)))
+			continue;
+		uint64_t t = groups[nf];
+		groups[nf++] = groups[i] & ~(1ull << 31);
+		groups[i] = i == nf - 1 ? groups[nf - 1] : t;
+	}
+	sort_from_cursor(groups, nf, v->clean_cursor);
+	sort_from_cursor(groups + nf, m - nf, v->clean_cursor);
+	cnt = m < cl->scan_cap ? m : cl->scan_cap;
+	memcpy(cl->scan, groups, sizeof(uint64_t) * cnt);
+	free(groups);
+done:
 	cl->scan_cnt = cnt;
 	cl->scan_pos = 0;
+	cl->scan_sub = 0;
 	cl->scan_vol = v;
 	cl->scan_rf = rf;
 	cl->scan_lo = rlo;
 	cl->scan_hi = rhi;
+	cl->scan_partial = partial;
 }
 
 /*
@@ -724,26 +797,62 @@ static uint32_t take_stripe(struct tc_cache *c, struct tc_clean_batch *b, uint32
 	return k;
 }
 
-/* Lines per stripe of @v's backing that the cleaner completes from the cache: 0 when
- * it has no full stripe, one of at most a line, or one larger than a batch. */
+uint32_t tc_cleaner_stripe_lines(struct tc_cache *c, uint64_t stripe)
+{
+	if (!stripe || stripe % c->line_size || stripe / c->line_size < 2 ||
+	    stripe / c->line_size > c->cleaner.batch_lines)
+		return 0;
+	return (uint32_t)(stripe / c->line_size);
+}
+
+/* Lines per stripe of @v's backing that the cleaner completes from the cache (0: it
+ * writes dirty units only). */
 static uint32_t stripe_lines(struct tc_cache *c, struct tc_volume *v)
 {
-	uint64_t st = v->stripe;
-	if (!st || atomic_load(&v->no_stripe_fill) || st % c->line_size ||
-	    st / c->line_size < 2 || st / c->line_size > c->cleaner.batch_lines)
-		return 0;
-	return (uint32_t)(st / c->line_size);
+	return atomic_load(&v->no_stripe_fill) ? 0 : tc_cleaner_stripe_lines(c, v->stripe);
+}
+
+/* How long a volume's clients must have been idle before the cleaner writes partial
+ * stripes of its parity backing when nothing presses it to: the medium flush rate's
+ * idle time (clean_rate), the time after which the clients count as gone. */
+#define TC_PARTIAL_IDLE_NS 100000000ull
+
+/*
+ * Whether the cleaner may write partial stripes of @v's backing now (all its dirty
+ * data, full stripes or not, when the backing has no stripes).  A partial stripe
+ * costs a parity array a read-modify-write or a reconstruct-write, and one left dirty
+ * in the cache may yet fill up and go out whole; so, as bcache does when partial
+ * stripes are expensive (writeback.c, refill_full_stripes first), full stripes go
+ * first, and partial ones only when something presses the cleaner (a drain, a range
+ * flush, the volume above its cap, the cache's dirty data above its high watermark,
+ * write-back held) or the volume's clients are idle.
+ */
+static bool partial_stripes_ok(struct tc_cache *c, struct tc_volume *v, uint64_t now)
+{
+	return atomic_load(&v->draining) || atomic_load(&v->range_flush) ||
+	       atomic_load(&v->cap_pressure) || c->pressure || atomic_load(&c->wb_hold) ||
+	       client_idle_ns(v, now) >= TC_PARTIAL_IDLE_NS;
+}
+
+/* Whether @v has dirty data the cleaner may write now (partial_stripes_ok). */
+static bool has_work(struct tc_cache *c, struct tc_volume *v, uint64_t now)
+{
+	if (!atomic_load(&v->dirty_units))
+		return false;
+	if (!stripe_lines(c, v) || atomic_load(&v->range_flush) || partial_stripes_ok(c, v, now))
+		return true;
+	return tc_dirty_full(&v->dirty_ix) || tc_dirty_lost(&v->dirty_ix);
 }
 
 /*
- * Collect up to batch_lines of the volume's dirty lines into @b, in line-number order
- * from the cursor, at most @budget bytes of dirty units; hold each shared; returns the
- * number taken.  On a backing with a full stripe, whole stripes are taken
+ * Collect up to batch_lines of the volume's dirty lines into @b, in the order of the
+ * candidates (scan_dirty), at most @budget bytes of dirty units; hold each shared;
+ * returns the number taken.  On a backing with a full stripe, whole stripes are taken
  * (take_stripe).  Candidates come from the last scan while it has any left for this
  * volume, else from a new scan.  Under mgmt_lock.
  */
 static uint32_t batch_collect(struct tc_cache *c, struct tc_clean_batch *b,
-			      struct tc_volume *v, uint64_t budget)
+			      struct tc_volume *v, uint64_t budget, uint64_t now)
 {
 	struct tc_cleaner *cl = &c->cleaner;
 	uint32_t n = 0, lps = stripe_lines(c, v);
@@ -759,10 +868,11 @@ static uint32_t batch_collect(struct tc_cache *c, struct tc_clean_batch *b,
 	/* A range flush (range.c) takes only the lines of its window. */
 	bool rf = atomic_load(&v->range_flush);
 	uint64_t rlo = atomic_load(&v->range_lo), rhi = atomic_load(&v->range_hi);
+	bool partial = partial_stripes_ok(c, v, now);
 	bool rescanned = false;
-	if (cl->scan_vol != v || cl->scan_rf != rf ||
+	if (cl->scan_vol != v || cl->scan_rf != rf || cl->scan_partial != partial ||
 	    (rf && (cl->scan_lo != rlo || cl->scan_hi != rhi))) {
-		scan_dirty(c, v, rf, rlo, rhi);
+		scan_dirty(c, v, rf, rlo, rhi, lps, partial);
 		rescanned = true;
 	}
 	uint64_t bytes = 0, last_stripe = UINT64_MAX;
@@ -770,35 +880,45 @@ static uint32_t batch_collect(struct tc_cache *c, struct tc_clean_batch *b,
 		if (cl->scan_pos == cl->scan_cnt) {
 			if (rescanned)
 				break;
-			scan_dirty(c, v, rf, rlo, rhi);
+			scan_dirty(c, v, rf, rlo, rhi, lps, partial);
 			rescanned = true;
 			continue;
 		}
-		uint32_t line_no = (uint32_t)(cl->scan[cl->scan_pos] >> 32);
+		uint32_t first = (uint32_t)(cl->scan[cl->scan_pos] >> 32);
+		uint32_t len = (uint32_t)cl->scan[cl->scan_pos];
 		uint32_t from = n;
 		if (lps && !rf) {
-			if (line_no / lps == last_stripe) {
+			/* A candidate lies within one stripe: a group of the index is one. */
+			if (first / lps == last_stripe) {
 				cl->scan_pos++;   /* taken with its stripe */
 				continue;
 			}
 			if (n + lps > cl->batch_lines)
 				break;   /* the stripe goes whole into the next batch */
-			last_stripe = line_no / lps;
-			n = take_stripe(c, b, n, v, line_no / lps * lps, lps);
+			last_stripe = first / lps;
+			n = take_stripe(c, b, n, v, first / lps * lps, lps);
 			if (n > from)
-				v->clean_cursor = (uint64_t)(line_no / lps * lps) + lps;
-		} else if (take_line(c, b, n, v, line_no, false)) {
-			n++;
-			v->clean_cursor = (uint64_t)line_no + 1;
+				v->clean_cursor = (uint64_t)(first / lps * lps) + lps;
+			cl->scan_pos++;
+		} else {
+			uint32_t line_no = first + cl->scan_sub;
+			if (take_line(c, b, n, v, line_no, false)) {
+				n++;
+				v->clean_cursor = (uint64_t)line_no + 1;
+			}
+			if (++cl->scan_sub >= len) {
+				cl->scan_sub = 0;
+				cl->scan_pos++;
+			}
 		}
-		cl->scan_pos++;
 		for (uint32_t i = from; i < n; i++)
 			bytes += (uint64_t)tc_popcount16(b->lines[i].mask) * TC_UNIT_SIZE;
 	}
 	for (uint32_t i = 0; i < n; i++)
 		b->lines[i].buf = b->bufs + (size_t)i * c->line_size;
-	/* A fresh scan that gave nothing to take: the sweep starts again at the start. */
-	if (n == 0 && rescanned)
+	/* A fresh scan of everything that gave nothing to take: the sweep starts again at
+	 * the start. */
+	if (n == 0 && rescanned && (partial || !lps))
 		v->clean_cursor = 0;
 	return n;
 }
@@ -857,7 +977,7 @@ void tc_cleaner_tick(struct tc_cache *c, uint64_t now)
 		if (!v)
 			continue;
 		uint64_t rate = clean_rate(c, v, now);
-		if (rate == 0 || atomic_load(&v->dirty_units) == 0) {
+		if (rate == 0 || !has_work(c, v, now)) {
 			v->tokens = 0;
 			v->tokens_ns = now;
 			continue;
@@ -877,7 +997,7 @@ void tc_cleaner_tick(struct tc_cache *c, uint64_t now)
 	}
 	uint32_t n = 0;
 	if (pick) {
-		n = batch_collect(c, b, pick, pick_budget);
+		n = batch_collect(c, b, pick, pick_budget, now);
 		if (n && pick_budget != UINT64_MAX) {
 			uint64_t used = 0;
 			for (uint32_t i = 0; i < n; i++)

@@ -71,6 +71,7 @@ void tc_line_set_bits(struct tc_cache *c, uint32_t slot, uint16_t valid, uint16_
 	pthread_mutex_unlock(&c->meta.block_locks[blk]);
 	tc_meta_mark(c, slot);
 	if (v) {
+		tc_dirty_add(&v->dirty_ix, l->line_no, dd);
 		atomic_fetch_add(&v->dirty_units, (uint64_t)dd);
 		atomic_fetch_add(&v->valid_units, (uint64_t)dv);
 	}

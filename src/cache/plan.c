@@ -24,6 +24,23 @@ bool tc_plan_seq_bypass(struct tc_volume *v, const struct tc_io *io, bool instan
 	if ((io->op != TC_OP_READ && io->op != TC_OP_WRITE) || !cutoff ||
 	    !tc_seq_check(&v->seq, io->offset, io->length, cutoff) || instant)
 		return false;
+	/* bcache's rule (should_writeback in drivers/md/bcache/writeback.h): a stream's
+	 * write into a stripe of a parity backing that holds dirty data in the cache
+	 * stays in the cache, where it helps that stripe go out whole, instead of costing
+	 * the array a partial-stripe update now and another when the rest is cleaned.  A
+	 * write of whole stripes goes around (nothing of those stripes is left to
+	 * complete). */
+	uint64_t st = v->stripe;
+	if (io->op == TC_OP_WRITE && v->dirty_ix.group_units &&
+	    (io->offset % st || io->length % st)) {
+		unsigned shift = v->cache->line_shift;
+		uint32_t first = (uint32_t)(io->offset >> shift);
+		uint32_t last = (uint32_t)((io->offset + io->length - 1) >> shift);
+		if (tc_dirty_any(&v->dirty_ix, first, last)) {
+			tc_stat_add(v, ST_SEQ_DIRTY_STRIPE, 1);
+			return false;
+		}
+	}
 	tc_stat_add(v, ST_BYPASS_SEQ, 1);
 	/* Writes go around the cache whole; reads only where they miss (admit_fill). */
 	if (io->op == TC_OP_WRITE)

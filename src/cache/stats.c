@@ -58,6 +58,7 @@ void tc_volume_stats(tc_volume *v, struct tc_volume_stats *st)
 			    tc_protect_reason(v->cache) : "";
 	st->instant_bytes = s[ST_INSTANT_BYTES];
 	st->full_stripe_bytes = s[ST_FULL_STRIPE_BYTES];
+	st->seq_kept_dirty_stripe = s[ST_SEQ_DIRTY_STRIPE];
 	st->writeback_full_stripes = s[ST_WB_FULL_STRIPES];
 	st->writeback_stripes_completed = s[ST_WB_STRIPES_COMPLETED];
 	st->writeback_fill_bytes = s[ST_WB_FILL_BYTES];
@@ -160,6 +161,7 @@ void tc_cache_stats(tc_cache *c, struct tc_cache_stats *st)
 	for (unsigned i = 1; i <= TC_MAX_VOLUMES; i++)
 		if (c->vols[i]) {
 			dirty += atomic_load(&c->vols[i]->dirty_units) * TC_UNIT_SIZE;
+			st->mem_dirty_index_bytes += tc_dirty_mem(&c->vols[i]->dirty_ix);
 			online++;
 		}
 	pthread_mutex_unlock(&c->mgmt_lock);
@@ -297,6 +299,7 @@ char *tc_volume_stats_json(tc_volume *v)
 	add_u64(o, "promotions", st.promotions);
 	add_u64(o, "evictions", st.evictions);
 	add_u64(o, "bypassed_seq", st.bypassed_seq);
+	add_u64(o, "seq_kept_dirty_stripe", st.seq_kept_dirty_stripe);
 	add_u64(o, "bypassed_admission", st.bypassed_admission);
 	add_u64(o, "bypassed_bytes", st.bypassed_bytes);
 	add_u64(o, "dirty_bytes", st.dirty_bytes);
@@ -369,6 +372,7 @@ char *tc_cache_stats_json(tc_cache *c)
 	add_u64(o, "mem_ghost_bytes", st.mem_ghost_bytes);
 	add_u64(o, "mem_admission_bytes", st.mem_admission_bytes);
 	add_u64(o, "mem_csum_bytes", st.mem_csum_bytes);
+	add_u64(o, "mem_dirty_index_bytes", st.mem_dirty_index_bytes);
 	json_object_object_add(o, "checksums", json_object_new_boolean(st.checksums));
 	add_u64(o, "csum_errors", st.csum_errors);
 	add_u64(o, "recovered_dirty_lines", st.recovered_dirty_lines);

@@ -19,6 +19,7 @@
 void tc_volume_free(struct tc_volume *v)
 {
 	tc_seq_fini(&v->seq);
+	tc_dirty_fini(&v->dirty_ix);
 	pthread_mutex_destroy(&v->region_lock);
 	free(v->release_buf);
 	free(v->lat);
@@ -30,10 +31,12 @@ void tc_volume_free(struct tc_volume *v)
 static void vol_count_lines(struct tc_cache *c, struct tc_volume *v)
 {
 	uint64_t dirty = 0, valid = 0, lines = 0;
+	tc_dirty_reset(&v->dirty_ix);
 	for (uint32_t i = 0; i < c->nslots; i++) {
 		struct tc_line l = tc_line_peek(&c->lines[i]);
 		if (l.vol != v->id)
 			continue;
+		tc_dirty_add(&v->dirty_ix, l.line_no, tc_popcount16(l.dirty));
 		dirty += tc_popcount16(l.dirty);
 		valid += tc_popcount16(l.valid);
 		lines++;
@@ -337,6 +340,14 @@ static int attach_new_volume(void *arg)
 	v->bsb = op->b;
 	v->bsb_latest = op->latest;
 	v->stripe = volume_stripe(op->dev, &op->b);
+	/* The dirty index counts by stripe where the cleaner writes whole stripes. */
+	uint32_t lps = tc_cleaner_stripe_lines(c, v->stripe);
+	if (tc_dirty_init(&v->dirty_ix, lps ? lps : TC_DIRTY_GROUP_LINES,
+			  lps ? lps * c->units : 0)) {
+		free(v->lat);
+		free(v);
+		return -ENOMEM;
+	}
 	snprintf(v->name, sizeof(v->name), "%s", op->b.name);
 	v->set = op->fresh || op->stale ? op->b.settings : op->rec->settings;
 	if (!op->fresh)

@@ -1349,6 +1349,17 @@ static void collect_stats(struct run *r)
 
 static void clean_restart(struct run *r);
 
+/* The cleaner's dirty index of every volume agrees with the cache lines (dirty.c). */
+static void check_dirty_index(struct run *r, const char *when)
+{
+	for (unsigned v = 0; v < r->su->nvol; v++) {
+		int ret = r->vol[v] ? tc_volume_check_dirty_index(r->vol[v]) : 0;
+		if (ret != 0)
+			fail(r, "volume %u: dirty index check %s returned %d (%s)", v, when, ret,
+			     strerror(-ret));
+	}
+}
+
 /* Power cut of every device with requests in flight, process death, recovery, and a
  * full check against invariant 2. */
 static void power_cut(struct run *r)
@@ -1398,8 +1409,10 @@ static void power_cut(struct run *r)
 	drop_inflight(r);
 	r->generation++;
 	r->phase = "after power cut and recovery";
-	if (open_stack(r, false))
+	if (open_stack(r, false)) {
 		verify_volumes(r, TC_MODEL_RECOVERED, true);
+		check_dirty_index(r, "after recovery");
+	}
 	r->phase = "running";
 }
 
@@ -1413,6 +1426,7 @@ static void clean_restart(struct run *r)
 	trace(r, "clean restart");
 	if (!wait_inflight(r, 0))
 		return;
+	check_dirty_index(r, "before a clean restart");
 	collect_stats(r);
 	ret = tc_cache_close(r->cache);
 	r->cache = NULL;
@@ -1440,6 +1454,7 @@ static void finish(struct run *r)
 	if (!wait_inflight(r, 0))
 		return;
 	verify_volumes(r, TC_MODEL_CURRENT, false);
+	check_dirty_index(r, "at the end of the run");
 	for (unsigned v = 0; v < r->su->nvol && !r->rep.failed; v++) {
 		ret = tc_volume_flush_dirty(r->vol[v], NULL, NULL);
 		if (ret != 0)

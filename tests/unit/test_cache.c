@@ -1181,6 +1181,104 @@ static void test_writeback_completes_stripes(void **state)
 	env_down(e);
 }
 
+/* Run the deterministic context for @ms milliseconds of virtual time, 10 ms at a
+ * time (the cleaner's tick). */
+static void run_ms(struct env *e, unsigned ms)
+{
+	for (unsigned t = 0; t < ms; t += 10) {
+		while (tc_ctx_poll(e->ctx, 256) > 0)
+			;
+		tc_ctx_advance(e->ctx, 10000000ull);
+	}
+	while (tc_ctx_poll(e->ctx, 256) > 0)
+		;
+}
+
+/* A cache of 16 KiB lines and a volume in write-back on a backing whose full stripe is
+ * 64 KiB (4 lines), flush rate @rate. */
+static void env_striped(struct env *e, enum tc_flush_rate rate)
+{
+	env_devices(e, TC_DEV_CREATE);
+	assert_int_equal(tc_cache_format(e->ctx, e->cd, &e->copts), 0);
+	e->set.flush_rate = rate;
+	e->set.admission = TC_ADMIT_ALWAYS;
+	assert_int_equal(tc_backing_format_striped(e->ctx, e->bd, "vol", &e->set, 65536), 0);
+	assert_int_equal(tc_cache_open(e->ctx, e->cd, &e->c), 0);
+	assert_int_equal(tc_cache_attach(e->c, e->bd, NULL, 0, &e->v), 0);
+}
+
+/*
+ * Full stripes first: on a parity backing, while the volume's clients are busy the
+ * cleaner writes the stripes the cache holds wholly dirty and leaves the partial ones
+ * (which would cost the array a read-modify-write now, and may yet fill up); once the
+ * clients have been idle for 100 ms the partial ones go too.  The dirty index agrees
+ * with the lines throughout, and the backing ends up holding every write.
+ */
+static void test_cleaner_full_stripes_first(void **state)
+{
+	struct env *e = *state;
+	env_striped(e, TC_FLUSH_HIGH);
+	for (unsigned l = 0; l < 4; l++)
+		wr(e, (uint64_t)l * 16384, 16384, 1 + l, 0);   /* stripe 0: wholly dirty */
+	wr(e, 2 * 65536 + 4096, 4096, 5, 0);                  /* stripe 2: one unit */
+	assert_int_equal(tc_volume_check_dirty_index(e->v), 0);
+	/* Busy clients: a write to stripe 4 every 10 ms for 90 ms. */
+	for (unsigned i = 0; i < 9; i++) {
+		wr(e, 4 * 65536, 4096, 6 + i, 0);
+		run_ms(e, 10);
+	}
+	struct tc_volume_stats st = vstats(e);
+	assert_int_equal(st.writeback_full_stripes, 1);
+	assert_int_equal(st.writeback_bytes, 65536);
+	assert_int_equal(st.dirty_bytes, 8192);   /* stripes 2 and 4 wait */
+	assert_int_equal(tc_volume_check_dirty_index(e->v), 0);
+	/* Idle: the partial stripes go back too. */
+	run_ms(e, 200);
+	st = vstats(e);
+	assert_int_equal(st.dirty_bytes, 0);
+	assert_int_equal(st.writeback_bytes, 65536 + 8192);
+	assert_int_equal(tc_volume_check_dirty_index(e->v), 0);
+	uint8_t *got = malloc(5 * 65536), *want = calloc(1, 5 * 65536);
+	for (unsigned l = 0; l < 4; l++)
+		fill(want + l * 16384, 16384, 1 + l);
+	fill(want + 2 * 65536 + 4096, 4096, 5);
+	fill(want + 4 * 65536, 4096, 6 + 8);
+	assert_int_equal(tc_dev_pread(e->bd, got, 5 * 65536, TC_BACKING_DATA_OFFSET), 0);
+	assert_memory_equal(got, want, 5 * 65536);
+	free(got);
+	free(want);
+	env_down(e);
+}
+
+/*
+ * bcache's rule: a sequential stream's partial-stripe writes into a stripe that holds
+ * dirty data in the cache stay in the cache (counted as seq_kept_dirty_stripe); those
+ * into clean stripes go around it as before.
+ */
+static void test_seq_write_into_dirty_stripe_stays(void **state)
+{
+	struct env *e = *state;
+	env_striped(e, TC_FLUSH_LOW);
+	wr(e, 4 * 65536 + 4096, 4096, 1, 0);   /* stripe 4: one dirty unit */
+	/* The cutoff from here on: the write above is no stream of its own. */
+	e->set.seq_cutoff = 32768;
+	assert_int_equal(tc_volume_set(e->v, &e->set, NULL, NULL), 0);
+	struct tc_volume_stats st0 = vstats(e);
+	/* A stream of 16 KiB writes through stripes 2 to 5. */
+	for (uint64_t off = 2 * 65536; off < 6 * 65536; off += 16384)
+		wr(e, off, 16384, (unsigned)(off / 16384), 0);
+	struct tc_volume_stats st = vstats(e);
+	/* The stream's first write (below the cutoff) made stripe 2 dirty: its other
+	 * three writes stay, as do stripe 4's four; stripes 3 and 5 go around. */
+	assert_int_equal(st.seq_kept_dirty_stripe - st0.seq_kept_dirty_stripe, 7);
+	assert_int_equal(st.bypassed_seq - st0.bypassed_seq, 8);
+	assert_int_equal(st.dirty_bytes, 2 * 65536);
+	assert_int_equal(tc_volume_check_dirty_index(e->v), 0);
+	for (uint64_t off = 2 * 65536; off < 6 * 65536; off += 16384)
+		expect(e, off, 16384, (unsigned)(off / 16384));
+	env_down(e);
+}
+
 /* The volume's traffic on the cache device: client writes, fills of read misses,
  * reads of hits and the cleaner's reads, each counted once, in bytes. */
 static void test_cache_device_counters(void **state)
@@ -1368,6 +1466,9 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_drain_sequential_rate, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_drain_random_rate, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_writeback_completes_stripes, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_cleaner_full_stripes_first, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_seq_write_into_dirty_stripe_stays, setup,
+						teardown),
 		cmocka_unit_test_setup_teardown(test_detach_discard_dirty, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_policy_change_drains, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_passthrough_invalidates, setup, teardown),
