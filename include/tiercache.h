@@ -1068,6 +1068,11 @@ struct tc_volume_stats {
 	uint64_t writeback_full_stripes;
 	uint64_t writeback_stripes_completed;
 	uint64_t writeback_fill_bytes;
+	/* Stripes the cleaner completed by reading what the cache lacks of them from the
+	 * backing (when that costs a parity array fewer operations than a partial-stripe
+	 * write per dirty run), and the bytes it read for them. */
+	uint64_t writeback_stripes_reconstructed;
+	uint64_t writeback_backing_read_bytes;
 	uint64_t writeback_rate;    /* bytes/s over the last second */
 	uint64_t errors;            /* requests completed with an error */
 	uint64_t cache_errors, backing_errors;

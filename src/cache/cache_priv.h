@@ -165,6 +165,9 @@ enum {
 	 * back in one request, the stripes of those it completed with clean cached data,
 	 * and the clean bytes it wrote to complete them. */
 	ST_WB_FULL_STRIPES, ST_WB_STRIPES_COMPLETED, ST_WB_FILL_BYTES,
+	/* ... and the stripes it completed with data read from the backing, and the
+	 * bytes it read for them. */
+	ST_WB_STRIPES_RECON, ST_WB_BACKING_READ_BYTES,
 	/* Sequential writes kept in the cache: their stripe held dirty data (plan.c). */
 	ST_SEQ_DIRTY_STRIPE,
 	ST__COUNT
@@ -314,12 +317,17 @@ struct tc_clean_batch {
 		uint16_t mask;               /* units written back */
 		uint16_t fill;               /* clean valid units written too, to complete
 		                              * the backing's stripe (not marked) */
+		uint16_t bfill;              /* units read from the backing to complete the
+		                              * stripe (neither dirty nor valid in the
+		                              * cache); slot TC_SLOT_NONE: a line the cache
+		                              * does not hold, locked meanwhile */
 		uint32_t gen;
 		struct tc_inflight *inf;
 		uint8_t *buf;
 	} *lines;                        /* batch_lines entries */
 	uint8_t *bufs;                   /* batch_lines * line_size */
 	int pending, err;
+	int berr;                        /* a backing read of the stripes it completes */
 	int step;                        /* enum batch_step_id (cleaner.c) */
 	unsigned nwrites;                /* backing writes the batch submitted */
 	struct tc_io *ios;               /* batch_lines * 9 + 1 */

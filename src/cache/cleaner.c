@@ -152,18 +152,32 @@ static int cmp_u64(const void *a, const void *b)
  * completed; batch_step() runs it, advancing the step first.
  */
 enum batch_step_id {
-	BATCH_READS_DONE = 0,      /* slot reads done: verify, write the backing */
+	BATCH_BREADS_DONE = 0,     /* backing reads of the stripes the batch completes
+	                            * from the backing done: read the slots */
+	BATCH_READS_DONE,          /* slot reads done: verify, write the backing */
 	BATCH_WRITES_DONE,         /* backing writes done: release the lines, hand them
 	                            * to the flush group, free the slot */
 };
 
 static void batch_step(struct tc_clean_batch *b);
+static uint32_t stripe_lines(struct tc_cache *c, struct tc_volume *v);
 
 static void batch_io_done(struct tc_io *io, int result)
 {
 	struct tc_clean_batch *b = io->private_data;
 	if (result < 0)
 		__atomic_store_n(&b->err, result, __ATOMIC_RELAXED);
+	if (__atomic_sub_fetch(&b->pending, 1, __ATOMIC_ACQ_REL) == 0)
+		batch_step(b);
+}
+
+/* A backing read's error is the batch's berr: the stripe is then not completed, and
+ * the dirty units go back alone (not a cache error). */
+static void batch_bread_done(struct tc_io *io, int result)
+{
+	struct tc_clean_batch *b = io->private_data;
+	if (result < 0)
+		__atomic_store_n(&b->berr, result, __ATOMIC_RELAXED);
 	if (__atomic_sub_fetch(&b->pending, 1, __ATOMIC_ACQ_REL) == 0)
 		batch_step(b);
 }
@@ -178,31 +192,98 @@ static void batch_submit(struct tc_clean_batch *b, unsigned *nio, tc_dev *dev, u
 	io->length = len;
 	io->iov = iov;
 	io->iovcnt = cnt;
-	io->done = batch_io_done;
+	io->done = op == TC_OP_READ && dev != b->c->dev ? batch_bread_done : batch_io_done;
 	io->private_data = b;
 	io->prio = TC_PRIO_BULK;        /* writeback is background work */
 	__atomic_add_fetch(&b->pending, 1, __ATOMIC_ACQ_REL);
 	tc_dev_submit(dev, io);
 }
 
-/* The first round: read the dirty span of every slot in the batch. */
+/*
+ * The first round when the batch completes stripes from the backing: read each such
+ * stripe's span from its first unit to complete to its last, in one request (merged
+ * with the next stripe's when they touch), into the lines' buffers, which lie
+ * side by side for a stripe's lines.  The units the cache holds are read over it
+ * from the slots in the next round (which follows at once when there is none).
+ */
+static void batch_read_backing(struct tc_clean_batch *b)
+{
+	struct tc_cache *c = b->c;
+	uint32_t lps = stripe_lines(c, b->vol);
+	unsigned nio = 0, niov = 0;
+	bool open = false;
+	uint64_t run_start = 0, run_end = 0, run_stripe = 0;
+	uint8_t *run_buf = NULL;   /* where run_start goes */
+	__atomic_store_n(&b->pending, 1, __ATOMIC_RELEASE);
+	for (uint32_t i = 0; i <= b->n; i++) {
+		struct tc_clean_line *ln = i < b->n ? &b->lines[i] : NULL;
+		bool has = ln && ln->bfill && lps;
+		uint64_t lo = 0, hi = 0;
+		uint8_t *p = NULL;
+		if (has) {
+			uint64_t base = (uint64_t)ln->line_no << c->line_shift;
+			lo = base + (unsigned)__builtin_ctz(ln->bfill) * TC_UNIT_SIZE;
+			hi = base + (32u - (unsigned)__builtin_clz(ln->bfill)) * TC_UNIT_SIZE;
+			p = ln->buf + (lo - base);
+		}
+		/* One read per stripe, from its first unit to complete to its last (what
+		 * lies between is read over from the slots), and on into the next stripe
+		 * when it starts where this one ends; only over buffers that lie side by
+		 * side as on the backing. */
+		if (open && has && lo >= run_end && p - run_buf == (ptrdiff_t)(lo - run_start) &&
+		    (ln->line_no / lps == run_stripe || lo == run_end)) {
+			run_end = hi;
+			run_stripe = ln->line_no / lps;
+			continue;
+		}
+		if (open) {
+			struct iovec *v = &b->iovs[b->n + niov++];
+			v->iov_base = run_buf;
+			v->iov_len = run_end - run_start;
+			tc_stat_add(b->vol, ST_WB_BACKING_READ_BYTES, v->iov_len);
+			batch_submit(b, &nio, b->vol->backing, TC_OP_READ,
+				     TC_BACKING_DATA_OFFSET + run_start, v, 1, v->iov_len);
+			open = false;
+		}
+		if (has) {
+			open = true;
+			run_start = lo;
+			run_end = hi;
+			run_buf = p;
+			run_stripe = ln->line_no / lps;
+		}
+	}
+	if (__atomic_sub_fetch(&b->pending, 1, __ATOMIC_ACQ_REL) == 0)
+		batch_step(b);
+}
+
+/* The slot reads: the dirty span of every slot in the batch, and the clean units that
+ * complete its stripes. */
 static void batch_read(struct tc_clean_batch *b)
 {
 	struct tc_cache *c = b->c;
-	unsigned nio = 0;
+	unsigned nio = 0, niov = 0;
 	__atomic_store_n(&b->pending, 1, __ATOMIC_RELEASE);
 	for (uint32_t i = 0; i < b->n; i++) {
 		struct tc_clean_line *ln = &b->lines[i];
-		uint32_t want = ln->mask | ln->fill;   /* never 0: collect takes no such line */
-		unsigned lo = (unsigned)__builtin_ctz(want);
-		unsigned hi = 32u - (unsigned)__builtin_clz(want);
-		struct iovec *v = &b->iovs[i];
-		v->iov_base = ln->buf + lo * TC_UNIT_SIZE;
-		v->iov_len = (hi - lo) * TC_UNIT_SIZE;
-		tc_stat_add(b->vol, ST_CACHE_WB_READ_BYTES, v->iov_len);   /* cache-device counters */
-		batch_submit(b, &nio, c->dev, TC_OP_READ,
-			     c->sb.data_offset + (uint64_t)ln->slot * c->line_size +
-			     lo * TC_UNIT_SIZE, v, 1, v->iov_len);
+		uint32_t want = ln->mask | ln->fill;
+		/* One read from the first unit wanted to the last; with units from the
+		 * backing in the buffer, one per run, so as not to read over them. */
+		while (want) {
+			unsigned lo = (unsigned)__builtin_ctz(want);
+			unsigned hi = 32u - (unsigned)__builtin_clz(want);
+			if (ln->bfill)
+				hi = lo + (unsigned)__builtin_ctz(~(want >> lo));
+			want &= ~(((1u << hi) - 1) & ~((1u << lo) - 1));
+			struct iovec *v = &b->iovs[niov++];
+			v->iov_base = ln->buf + lo * TC_UNIT_SIZE;
+			v->iov_len = (hi - lo) * TC_UNIT_SIZE;
+			/* cache-device counters */
+			tc_stat_add(b->vol, ST_CACHE_WB_READ_BYTES, v->iov_len);
+			batch_submit(b, &nio, c->dev, TC_OP_READ,
+				     c->sb.data_offset + (uint64_t)ln->slot * c->line_size +
+				     lo * TC_UNIT_SIZE, v, 1, v->iov_len);
+		}
 	}
 	if (__atomic_sub_fetch(&b->pending, 1, __ATOMIC_ACQ_REL) == 0)
 		batch_step(b);
@@ -224,15 +305,21 @@ static void batch_write(struct tc_clean_batch *b)
 	struct tc_cache *c = b->c;
 	struct tc_volume *v = b->vol;
 	unsigned nio = 0, niov = 0;
-	uint64_t full = 0, fill = 0;
+	uint64_t full = 0, fill = 0, bfill = 0, recon = 0, last_recon = UINT64_MAX;
+	uint32_t lps = stripe_lines(c, v);
 	__atomic_store_n(&b->pending, 1, __ATOMIC_RELEASE);
 	uint64_t run_start = 0, run_len = 0, run_next = UINT64_MAX;
 	unsigned run_iov = 0;
 	for (uint32_t i = 0; i < b->n; i++) {
 		struct tc_clean_line *ln = &b->lines[i];
 		fill += (uint64_t)tc_popcount16(ln->fill) * TC_UNIT_SIZE;
+		bfill += (uint64_t)tc_popcount16(ln->bfill) * TC_UNIT_SIZE;
+		if (ln->bfill && lps && ln->line_no / lps != last_recon) {
+			recon++;   /* a stripe completed from the backing */
+			last_recon = ln->line_no / lps;
+		}
 		for (unsigned u = 0; u < c->units; u++) {
-			if (!((ln->mask | ln->fill) & (1u << u)))
+			if (!((ln->mask | ln->fill | ln->bfill) & (1u << u)))
 				continue;
 			uint64_t off = ((uint64_t)ln->line_no << c->line_shift) + u * TC_UNIT_SIZE;
 			uint8_t *p = ln->buf + u * TC_UNIT_SIZE;
@@ -268,7 +355,8 @@ static void batch_write(struct tc_clean_batch *b)
 	}
 	tc_stat_add(v, ST_WB_IOS, nio);
 	tc_stat_add(v, ST_WB_FULL_STRIPES, full);
-	tc_stat_add(v, ST_WB_FILL_BYTES, fill);
+	tc_stat_add(v, ST_WB_FILL_BYTES, fill + bfill);
+	tc_stat_add(v, ST_WB_STRIPES_RECON, recon);
 	b->nwrites = nio;
 	if (__atomic_sub_fetch(&b->pending, 1, __ATOMIC_ACQ_REL) == 0)
 		batch_step(b);
@@ -296,8 +384,9 @@ static uint64_t settle_line(struct tc_cache *c, struct tc_volume *v, struct tc_c
 	uint64_t key = tc_line_key(v->id, ln->line_no), bytes = 0;
 	struct tc_lock_shard *s = tc_shard_of(c, key);
 	pthread_mutex_lock(&s->lock);
-	struct tc_line *l = &c->lines[ln->slot];
-	if (ok && ln->inf->gen == ln->gen && l->vol == v->id && l->line_no == ln->line_no) {
+	struct tc_line *l = ln->slot != TC_SLOT_NONE ? &c->lines[ln->slot] : NULL;
+	if (ok && l && ln->inf->gen == ln->gen && l->vol == v->id && l->line_no == ln->line_no &&
+	    ln->mask) {
 		tc_line_set_bits(c, ln->slot, l->valid, l->dirty & (uint16_t)~ln->mask);
 		bytes = (uint64_t)tc_popcount16(ln->mask) * TC_UNIT_SIZE;
 	}
@@ -498,6 +587,8 @@ static bool batch_verify(struct tc_clean_batch *b)
 	bool any = false;
 	for (uint32_t i = 0; i < b->n; i++) {
 		struct tc_clean_line *ln = &b->lines[i];
+		if (ln->slot == TC_SLOT_NONE)
+			continue;   /* read from the backing alone */
 		uint16_t bad = c->csum ? tc_csum_verify(c, ln->slot, ln->mask | ln->fill,
 							 ln->buf) : 0;
 		/* A clean unit that fails is not used to complete a stripe (a read of it
@@ -566,6 +657,19 @@ static void batch_step(struct tc_clean_batch *b)
 	int step = b->step++;
 	int err = __atomic_load_n(&b->err, __ATOMIC_RELAXED);
 	switch (step) {
+	case BATCH_BREADS_DONE:
+		if (__atomic_load_n(&b->berr, __ATOMIC_RELAXED)) {
+			/* The stripes are not completed: their dirty units go back alone. */
+			int berr = __atomic_load_n(&b->berr, __ATOMIC_RELAXED);
+			tc_stat_add(b->vol, ST_BACKING_ERRORS, 1);
+			tc_warn(c->ctx, "volume \"%s\": reading backing %s to complete stripes "
+				"for writeback failed: %s; writing back the dirty units alone",
+				b->vol->name, b->vol->backing->name, strerror(-berr));
+			for (uint32_t i = 0; i < b->n; i++)
+				b->lines[i].bfill = b->lines[i].fill = 0;
+		}
+		batch_read(b);
+		break;
 	case BATCH_READS_DONE:
 		if (err) {
 			tc_cache_error(c, b->vol, "writeback read", err);
@@ -603,7 +707,7 @@ static void batch_start_work(struct tc_work *w)
 {
 	struct tc_clean_batch *b = (struct tc_clean_batch *)((char *)w -
 							     offsetof(struct tc_clean_batch, work));
-	batch_read(b);
+	batch_read_backing(b);
 }
 
 /*
@@ -740,6 +844,7 @@ static uint16_t take_line(struct tc_cache *c, struct tc_clean_batch *b, uint32_t
 		ln->line_no = line_no;
 		ln->mask = l->dirty;
 		ln->fill = fill ? l->valid & (uint16_t)~l->dirty : 0;
+		ln->bfill = 0;
 		/* The volume's last line may run past its end: no unit beyond it. */
 		uint64_t start = (uint64_t)line_no << c->line_shift;
 		if (start + c->line_size > v->size)
@@ -753,28 +858,103 @@ static uint16_t take_line(struct tc_cache *c, struct tc_clean_batch *b, uint32_t
 }
 
 /*
+ * Hold line @line_no of @v, which the cache does not hold, for batch @b as entry @n:
+ * to be read from the backing to complete its stripe (bfill), locked meanwhile so
+ * that no write reaches the backing under the cleaner's copy.  False when the cache
+ * holds the line after all, or a request holds its lock.
+ */
+static bool take_absent(struct tc_cache *c, struct tc_clean_batch *b, uint32_t n,
+			struct tc_volume *v, uint32_t line_no)
+{
+	uint64_t key = tc_line_key(v->id, line_no);
+	struct tc_lock_shard *s = tc_shard_of(c, key);
+	pthread_mutex_lock(&s->lock);
+	struct tc_inflight *inf = tc_map_lookup(c, key) == TC_SLOT_NONE ?
+				  tc_line_try_shared(c, s, key) : NULL;
+	if (inf) {
+		struct tc_clean_line *ln = &b->lines[n];
+		memset(ln, 0, sizeof(*ln));
+		ln->slot = TC_SLOT_NONE;
+		ln->line_no = line_no;
+		ln->bfill = (uint16_t)c->unit_mask_all;
+		ln->gen = inf->gen;
+		ln->inf = inf;
+	}
+	pthread_mutex_unlock(&s->lock);
+	return inf != NULL;
+}
+
+/*
+ * Whether writing the stripe in entries [@from, @to) of @b whole, after reading what
+ * the cache lacks of it from the backing, costs the array fewer member operations
+ * than writing its dirty runs alone, each a partial-stripe write.  A partial write
+ * costs the cheaper of md's two ways (handle_stripe_dirtying in drivers/md/raid5.c):
+ * read-modify-write, reading and writing the data chunk and each parity chunk, or
+ * reconstruct-write, reading the other data chunks and writing this one and the
+ * parity.  Completing the stripe costs a read of each data chunk at most and one
+ * write per member.  On a RAID 6 of six (4 data chunks, 2 parity) that is 10 against
+ * 6 a run: two dirty runs in a stripe pay.  The backing's chunk is its io_min, its
+ * parity chunks its redundancy (at least 1).
+ */
+static bool reconstruct_pays(struct tc_cache *c, struct tc_volume *v,
+			     const struct tc_clean_batch *b, uint32_t from, uint32_t to)
+{
+	struct tc_dev_limits l;
+	tc_dev_limits(v->backing, &l);
+	uint64_t parity = l.redundancy ? l.redundancy : 1;
+	uint64_t data = l.io_min && v->stripe % l.io_min == 0 ? v->stripe / l.io_min : 1;
+	uint64_t per_run = 2 * (1 + parity) < data + parity ? 2 * (1 + parity) : data + parity;
+	uint64_t runs = 0;
+	bool prev = false;
+	for (uint32_t i = from; i < to; i++)
+		for (unsigned u = 0; u < c->units; u++) {
+			bool d = b->lines[i].mask & (1u << u);
+			runs += d && !prev;
+			prev = d;
+		}
+	return data + data + parity < runs * per_run;
+}
+
+/*
  * Take the whole stripe of @lps lines that starts at line @first into @b from entry
- * @n: every cached line of it, held.  When every line is there and wholly valid, the
- * stripe is complete: its clean units are read from the cache and written back with
- * the dirty ones, so the backing gets one full-stripe write and reads nothing (a
- * parity array would otherwise read the old data and parity for every dirty run).
- * Otherwise the clean lines are let go and only the dirty units are written.
+ * @n: every line of it, held.  Three ways to write it back:
+ *   - the cache holds it whole (every line cached, every unit valid): its clean units
+ *     are read from the cache and written back with the dirty ones, so the backing
+ *     gets one full-stripe write and reads nothing (a parity array would otherwise
+ *     read the old data and parity for every dirty run);
+ *   - the cache holds part of it, and its dirty units lie in runs enough that writing
+ *     each as a partial stripe costs the array more than completing it
+ *     (reconstruct_pays): what the cache lacks is read from the backing (the lines the
+ *     cache does not hold are locked meanwhile), and the stripe goes back whole: a
+ *     reconstruct-write done once for the stripe rather than once per run;
+ *   - else the lines without dirty units are let go and only the dirty units are
+ *     written.
  * Returns the number of entries now in @b.
  */
 static uint32_t take_stripe(struct tc_cache *c, struct tc_clean_batch *b, uint32_t n,
 			    struct tc_volume *v, uint32_t first, uint32_t lps)
 {
-	uint16_t full = (uint16_t)((1u << c->units) - 1);
+	uint16_t full = (uint16_t)c->unit_mask_all;
 	uint32_t start = n;
 	bool complete = true, filled = false;
+	/* Lines the cache lacks are held too while the backing can complete the stripe:
+	 * it lies wholly inside the volume, and every line of it is free to take. */
+	bool recon = ((uint64_t)first + lps) << c->line_shift <= v->size;
 	for (uint32_t j = 0; j < lps; j++) {
 		uint16_t valid = take_line(c, b, n, v, first + j, true);
 		if (!valid) {
 			complete = false;
+			if (recon && take_absent(c, b, n, v, first + j))
+				n++;
+			else
+				recon = false;
 			continue;
 		}
 		filled |= b->lines[n].fill != 0;
-		complete &= valid == full;
+		if (valid != full) {
+			complete = false;
+			b->lines[n].bfill = full & (uint16_t)~valid;
+		}
 		n++;
 	}
 	if (complete) {
@@ -782,10 +962,13 @@ static uint32_t take_stripe(struct tc_cache *c, struct tc_clean_batch *b, uint32
 			tc_stat_add(v, ST_WB_STRIPES_COMPLETED, 1);
 		return n;
 	}
+	if (recon && reconstruct_pays(c, v, b, start, n))
+		return n;   /* counted when written (batch_write) */
 	uint32_t k = start;
 	for (uint32_t i = start; i < n; i++) {
 		struct tc_clean_line *ln = &b->lines[i];
 		ln->fill = 0;
+		ln->bfill = 0;
 		if (ln->mask) {
 			b->lines[k++] = *ln;
 			continue;
@@ -1016,7 +1199,8 @@ void tc_cleaner_tick(struct tc_cache *c, uint64_t now)
 	b->vol = pick;
 	pthread_mutex_unlock(&c->meta.lock);
 	b->err = 0;
-	b->step = BATCH_READS_DONE;
+	b->berr = 0;
+	b->step = BATCH_BREADS_DONE;
 	b->work.fn = batch_start_work;
 	tc_ctx_defer(c->ctx, &b->work);
 }

@@ -62,6 +62,8 @@ void tc_volume_stats(tc_volume *v, struct tc_volume_stats *st)
 	st->writeback_full_stripes = s[ST_WB_FULL_STRIPES];
 	st->writeback_stripes_completed = s[ST_WB_STRIPES_COMPLETED];
 	st->writeback_fill_bytes = s[ST_WB_FILL_BYTES];
+	st->writeback_stripes_reconstructed = s[ST_WB_STRIPES_RECON];
+	st->writeback_backing_read_bytes = s[ST_WB_BACKING_READ_BYTES];
 	st->stream_rate_cache = atomic_load(&v->srate[0]);
 	st->stream_rate_backing = atomic_load(&v->srate[1]);
 	tc_dev_stats(v->backing, &st->backing);
@@ -318,6 +320,8 @@ char *tc_volume_stats_json(tc_volume *v)
 	add_u64(o, "writeback_full_stripes", st.writeback_full_stripes);
 	add_u64(o, "writeback_stripes_completed", st.writeback_stripes_completed);
 	add_u64(o, "writeback_fill_bytes", st.writeback_fill_bytes);
+	add_u64(o, "writeback_stripes_reconstructed", st.writeback_stripes_reconstructed);
+	add_u64(o, "writeback_backing_read_bytes", st.writeback_backing_read_bytes);
 	add_u64(o, "writeback_rate", st.writeback_rate);
 	add_u64(o, "errors", st.errors);
 	add_u64(o, "cache_errors", st.cache_errors);

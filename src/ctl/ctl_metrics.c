@@ -147,6 +147,8 @@ static const struct field vol_fields[] = {
 	{ VS(writeback_full_stripes), COUNTER, "writeback_full_stripes_total", "Whole stripes of the backing the cleaner wrote, each in one request.", "writeback_full_stripes", false },
 	{ VS(writeback_stripes_completed), COUNTER, "writeback_stripes_completed_total", "Stripes the cleaner completed with clean cached data before writing them whole.", "writeback_stripes_completed", false },
 	{ VS(writeback_fill_bytes), COUNTER, "writeback_fill_bytes_total", "Clean bytes the cleaner wrote to complete stripes.", "writeback_fill_bytes", false },
+	{ VS(writeback_stripes_reconstructed), COUNTER, "writeback_stripes_reconstructed_total", "Stripes the cleaner completed with data read from the backing before writing them whole.", "writeback_stripes_reconstructed", false },
+	{ VS(writeback_backing_read_bytes), COUNTER, "writeback_backing_read_bytes_total", "Bytes the cleaner read from the backing to complete stripes.", "writeback_backing_read_bytes", false },
 	{ VS(writeback_rate), GAUGE, "writeback_rate_bytes_per_second", "Writeback rate over the last second.", "writeback_rate", false },
 	{ VS(errors), COUNTER, "errors_total", "Client requests completed with an error.", "errors", false },
 	{ VS(cache_errors), COUNTER, "cache_errors_total", "Cache device errors met by the volume.", "cache_errors", false },

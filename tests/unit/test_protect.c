@@ -1190,6 +1190,86 @@ static void test_service_rate(void **state)
 	tc_ctx_free(ctx);
 }
 
+/*
+ * The cleaner completes a stripe from the backing: on a RAID 6 of six (64 KiB chunks,
+ * 256 KiB stripes, four lines), eight dirty 4 KiB units 32 KiB apart in a stripe of
+ * which the cache holds nothing else (eight partial-stripe writes otherwise) go back
+ * as one full-stripe write, what the cache lacks read from the array.  When that read
+ * fails (a fault layer over the array), the dirty units go back alone.  Either way
+ * the array ends up with its old data and the writes over it.
+ */
+static void test_cleaner_reconstructs_stripes(void **state)
+{
+	(void)state;
+	tc_ctx *ctx = new_ctx();
+	tc_dev *m[6], *arr, *bdev, *cdev;
+	tc_cache *cache;
+	tc_volume *vol;
+	const uint64_t stripe = 4 * LINE;
+	for (unsigned i = 0; i < 6; i++)
+		assert_int_equal(tc_dev_new_memory(ctx, 16 * MIB, &m[i]), 0);
+	struct tc_array_opts ao = { .level = TC_RAID6, .chunk = LINE };
+	assert_int_equal(tc_dev_new_array(ctx, &ao, m, 6, &arr), 0);
+	assert_int_equal(tc_dev_new_fault(ctx, arr, &bdev), 0);
+	assert_int_equal(tc_dev_new_memory(ctx, 8 * MIB, &cdev), 0);
+	fmt_cache(ctx, cdev, true);
+	fmt_backing(ctx, bdev, TC_WP_WB, 0);
+	/* The array's old data: two stripes. */
+	uint8_t *want = aligned_alloc(4096, 2 * stripe), *got = aligned_alloc(4096, 2 * stripe);
+	fill(want, 2 * stripe, 3);
+	assert_int_equal(tc_dev_pwrite(bdev, want, 2 * stripe, TC_BACKING_DATA_OFFSET, 0), 0);
+	assert_int_equal(tc_cache_open(ctx, cdev, &cache), 0);
+	assert_int_equal(tc_cache_attach(cache, bdev, NULL, 0, &vol), 0);
+	struct tc_volume_stats st0, st;
+	tc_volume_stats(vol, &st0);
+	assert_int_equal(st0.backing_stripe, stripe);
+	for (unsigned round = 0; round < 2; round++) {
+		uint64_t base = round * stripe;
+		for (unsigned k = 0; k < 8; k++) {
+			fill(want + base + k * 32768, 4096, 10 + round * 8 + k);
+			assert_int_equal(tc_volume_pwrite(vol, want + base + k * 32768, 4096,
+							  base + k * 32768, 0), 0);
+		}
+		struct tc_array_status a0, a1;
+		assert_int_equal(tc_array_status(arr, &a0), 0);
+		tc_volume_stats(vol, &st0);
+		if (round == 1) {
+			struct tc_fault f = { .op = TC_FAULT_READ, .error = EIO, .transient = true };
+			assert_int_equal(tc_fault_arm(bdev, &f), 0);
+		}
+		assert_int_equal(tc_volume_flush_dirty(vol, NULL, NULL), 0);
+		assert_int_equal(tc_array_status(arr, &a1), 0);
+		tc_volume_stats(vol, &st);
+		assert_int_equal(st.dirty_bytes, 0);
+		assert_int_equal(st.writeback_bytes - st0.writeback_bytes, 8 * 4096);
+		uint64_t partial = a1.stripe_writes_rmw + a1.stripe_writes_rcw -
+				   a0.stripe_writes_rmw - a0.stripe_writes_rcw;
+		if (round == 0) {
+			assert_int_equal(st.writeback_stripes_reconstructed -
+					 st0.writeback_stripes_reconstructed, 1);
+			/* One read, from the first unit the cache lacks to the last. */
+			assert_int_equal(st.writeback_backing_read_bytes -
+					 st0.writeback_backing_read_bytes, stripe - 4096);
+			assert_int_equal(a1.stripe_writes_full - a0.stripe_writes_full, 1);
+			assert_int_equal(partial, 0);
+		} else {
+			assert_int_equal(st.writeback_stripes_reconstructed,
+					 st0.writeback_stripes_reconstructed);
+			assert_int_equal(st.backing_errors - st0.backing_errors, 1);
+			assert_int_equal(a1.stripe_writes_full, a0.stripe_writes_full);
+			assert_int_equal(partial, 8);
+		}
+		assert_int_equal(tc_dev_pread(bdev, got, 2 * stripe, TC_BACKING_DATA_OFFSET), 0);
+		assert_memory_equal(got, want, 2 * stripe);
+	}
+	free(want);
+	free(got);
+	assert_int_equal(tc_cache_close(cache), 0);
+	tc_dev_close(cdev);
+	tc_dev_close(bdev);
+	tc_ctx_free(ctx);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1205,6 +1285,7 @@ int main(void)
 		cmocka_unit_test(test_wb_full_stripes_threads),
 		cmocka_unit_test(test_srate_samples),
 		cmocka_unit_test(test_service_rate),
+		cmocka_unit_test(test_cleaner_reconstructs_stripes),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
