@@ -38,7 +38,8 @@ struct tc_line_hold;
 /*
  * A volume's dirty index (dirty.c): the dirty 4 KiB units of each group of
  * group_lines lines (its backing's full stripe, or TC_DIRTY_GROUP_LINES lines) that
- * has any, in an open-addressed table of cap entries (a power of 2), count of them in
+ * has any (line l is in group (l + shift) / group_lines: shift aligns the groups with
+ * the backing's stripes, tc_volume.stripe_skew), in an open-addressed table of cap entries (a power of 2), count of them in
  * use.  full counts the groups wholly dirty (group_units of them; 0 = groups are no
  * stripes, none counted).  lost: a count went wrong or the table could not grow; the
  * cleaner scans the lines instead until the index is rebuilt at the next attach.
@@ -50,15 +51,17 @@ struct tc_dirty_group {
 };
 struct tc_dirty_index {
 	pthread_mutex_t lock;
-	uint32_t group_lines, group_units;
+	uint32_t group_lines, group_units, shift;
 	uint32_t cap, count, full;
 	bool lost;
 	struct tc_dirty_group *tab;
 };
 
-/* An empty index of groups of @group_lines lines, @group_units of them a full group
- * (0: none counted as full).  0, or -ENOMEM. */
-int tc_dirty_init(struct tc_dirty_index *d, uint32_t group_lines, uint32_t group_units);
+/* An empty index of groups of @group_lines lines, the first @shift lines short (line
+ * l in group (l + @shift) / @group_lines), @group_units of them a full group (0: none
+ * counted as full).  0, or -ENOMEM. */
+int tc_dirty_init(struct tc_dirty_index *d, uint32_t group_lines, uint32_t group_units,
+		  uint32_t shift);
 void tc_dirty_fini(struct tc_dirty_index *d);
 /* Empty the index (and trust it again): before a rebuild from the lines. */
 void tc_dirty_reset(struct tc_dirty_index *d);
@@ -181,6 +184,9 @@ struct tc_volume {
 	uint64_t size;                   /* bytes */
 	uint64_t stripe;                 /* bytes: the backing's full stripe, 0 = none (the
 					  * stored stripe size, else the device's limits) */
+	uint64_t stripe_skew;            /* bytes: TC_BACKING_DATA_OFFSET % stripe; volume
+					  * offset x lies at x + stripe_skew on the backing's
+					  * stripe grid (tc_stripe_pos) */
 	struct tc_backing_sb bsb;
 	int bsb_latest;                  /* copy holding the newest backing superblock */
 	struct tc_volume_settings set;   /* the I/O path reads single fields with
@@ -492,6 +498,15 @@ unsigned tc_protect_effective(struct tc_volume *v);
 const char *tc_protect_reason(struct tc_cache *c);
 /* Write-back is allowed on a device without redundancy (status warns). */
 bool tc_protect_unprotected(struct tc_cache *c);
+
+/* Volume offset @off of @v on its backing's stripe grid: the backing's stripes start
+ * where this is a multiple of v->stripe (the volume starts TC_BACKING_DATA_OFFSET into
+ * the backing, which need not be a whole number of stripes: 768 KiB on a RAID 5 of
+ * four with 256 KiB chunks). */
+static inline uint64_t tc_stripe_pos(const struct tc_volume *v, uint64_t off)
+{
+	return off + v->stripe_skew;
+}
 
 /* ---- map (map.c) ---- */
 static inline uint32_t tc_hash_key(uint64_t key)

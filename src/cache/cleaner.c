@@ -162,6 +162,18 @@ enum batch_step_id {
 static void batch_step(struct tc_clean_batch *b);
 static uint32_t stripe_lines(struct tc_cache *c, struct tc_volume *v);
 
+/* The backing's stripe (of @lps lines) that line @line of @v lies in, and the line
+ * where stripe @s starts (negative for the volume's first stripe when the volume does
+ * not start on the backing's stripe grid: tc_stripe_pos). */
+static uint64_t stripe_of(struct tc_cache *c, struct tc_volume *v, uint64_t line, uint32_t lps)
+{
+	return (line + (v->stripe_skew >> c->line_shift)) / lps;
+}
+static int64_t stripe_first(struct tc_cache *c, struct tc_volume *v, uint64_t s, uint32_t lps)
+{
+	return (int64_t)(s * lps) - (int64_t)(v->stripe_skew >> c->line_shift);
+}
+
 static void batch_io_done(struct tc_io *io, int result)
 {
 	struct tc_clean_batch *b = io->private_data;
@@ -231,9 +243,9 @@ static void batch_read_backing(struct tc_clean_batch *b)
 		 * when it starts where this one ends; only over buffers that lie side by
 		 * side as on the backing. */
 		if (open && has && lo >= run_end && p - run_buf == (ptrdiff_t)(lo - run_start) &&
-		    (ln->line_no / lps == run_stripe || lo == run_end)) {
+		    (stripe_of(c, b->vol, ln->line_no, lps) == run_stripe || lo == run_end)) {
 			run_end = hi;
-			run_stripe = ln->line_no / lps;
+			run_stripe = stripe_of(c, b->vol, ln->line_no, lps);
 			continue;
 		}
 		if (open) {
@@ -250,7 +262,7 @@ static void batch_read_backing(struct tc_clean_batch *b)
 			run_start = lo;
 			run_end = hi;
 			run_buf = p;
-			run_stripe = ln->line_no / lps;
+			run_stripe = stripe_of(c, b->vol, ln->line_no, lps);
 		}
 	}
 	if (__atomic_sub_fetch(&b->pending, 1, __ATOMIC_ACQ_REL) == 0)
@@ -314,9 +326,9 @@ static void batch_write(struct tc_clean_batch *b)
 		struct tc_clean_line *ln = &b->lines[i];
 		fill += (uint64_t)tc_popcount16(ln->fill) * TC_UNIT_SIZE;
 		bfill += (uint64_t)tc_popcount16(ln->bfill) * TC_UNIT_SIZE;
-		if (ln->bfill && lps && ln->line_no / lps != last_recon) {
+		if (ln->bfill && lps && stripe_of(c, v, ln->line_no, lps) != last_recon) {
 			recon++;   /* a stripe completed from the backing */
-			last_recon = ln->line_no / lps;
+			last_recon = stripe_of(c, v, ln->line_no, lps);
 		}
 		for (unsigned u = 0; u < c->units; u++) {
 			if (!((ln->mask | ln->fill | ln->bfill) & (1u << u)))
@@ -334,7 +346,8 @@ static void batch_write(struct tc_clean_batch *b)
 				run_len += TC_UNIT_SIZE;
 			} else {
 				if (run_len) {
-					full += whole_stripes(run_start, run_len, v->stripe);
+					full += whole_stripes(tc_stripe_pos(v, run_start),
+							      run_len, v->stripe);
 					batch_submit(b, &nio, v->backing, TC_OP_WRITE,
 						     TC_BACKING_DATA_OFFSET + run_start,
 						     &b->iovs[run_iov], (int)(niov - run_iov), run_len);
@@ -349,7 +362,7 @@ static void batch_write(struct tc_clean_batch *b)
 		}
 	}
 	if (run_len) {
-		full += whole_stripes(run_start, run_len, v->stripe);
+		full += whole_stripes(tc_stripe_pos(v, run_start), run_len, v->stripe);
 		batch_submit(b, &nio, v->backing, TC_OP_WRITE, TC_BACKING_DATA_OFFSET + run_start,
 			     &b->iovs[run_iov], (int)(niov - run_iov), run_len);
 	}
@@ -782,7 +795,10 @@ static void scan_dirty(struct tc_cache *c, struct tc_volume *v, bool rf, uint64_
 	/* Candidates in place, bit 31 of a full stripe's count of lines set. */
 	uint32_t m = 0, nf = 0;
 	for (int64_t i = 0; i < ng; i++) {
-		uint64_t first = (groups[i] >> 32) * d->group_lines, end = first + d->group_lines;
+		/* The first group may start before the volume (dirty.c, shift). */
+		int64_t gfirst = (int64_t)((groups[i] >> 32) * d->group_lines) - d->shift;
+		uint64_t first = gfirst > 0 ? (uint64_t)gfirst : 0;
+		uint64_t end = (uint64_t)(gfirst + d->group_lines);
 		bool full = stripes && (uint32_t)groups[i] == d->group_units;
 		if (rf) {
 			first = first > rlo ? first : rlo;
@@ -916,8 +932,8 @@ static bool reconstruct_pays(struct tc_cache *c, struct tc_volume *v,
 }
 
 /*
- * Take the whole stripe of @lps lines that starts at line @first into @b from entry
- * @n: every line of it, held.  Three ways to write it back:
+ * Take the whole stripe of @lps lines that starts at line @first (negative: before
+ * the volume's start, stripe_first) into @b from entry @n: every line of it, held.  Three ways to write it back:
  *   - the cache holds it whole (every line cached, every unit valid): its clean units
  *     are read from the cache and written back with the dirty ones, so the backing
  *     gets one full-stripe write and reads nothing (a parity array would otherwise
@@ -932,19 +948,24 @@ static bool reconstruct_pays(struct tc_cache *c, struct tc_volume *v,
  * Returns the number of entries now in @b.
  */
 static uint32_t take_stripe(struct tc_cache *c, struct tc_clean_batch *b, uint32_t n,
-			    struct tc_volume *v, uint32_t first, uint32_t lps)
+			    struct tc_volume *v, int64_t first, uint32_t lps)
 {
 	uint16_t full = (uint16_t)c->unit_mask_all;
 	uint32_t start = n;
 	bool complete = true, filled = false;
 	/* Lines the cache lacks are held too while the backing can complete the stripe:
 	 * it lies wholly inside the volume, and every line of it is free to take. */
-	bool recon = ((uint64_t)first + lps) << c->line_shift <= v->size;
+	bool recon = first >= 0 && ((uint64_t)first + lps) << c->line_shift <= v->size;
 	for (uint32_t j = 0; j < lps; j++) {
-		uint16_t valid = take_line(c, b, n, v, first + j, true);
+		if (first + j < 0) {
+			complete = false;   /* before the volume's start */
+			continue;
+		}
+		uint32_t line = (uint32_t)(first + j);
+		uint16_t valid = take_line(c, b, n, v, line, true);
 		if (!valid) {
 			complete = false;
-			if (recon && take_absent(c, b, n, v, first + j))
+			if (recon && take_absent(c, b, n, v, line))
 				n++;
 			else
 				recon = false;
@@ -1072,16 +1093,18 @@ static uint32_t batch_collect(struct tc_cache *c, struct tc_clean_batch *b,
 		uint32_t from = n;
 		if (lps && !rf) {
 			/* A candidate lies within one stripe: a group of the index is one. */
-			if (first / lps == last_stripe) {
+			uint64_t s = stripe_of(c, v, first, lps);
+			if (s == last_stripe) {
 				cl->scan_pos++;   /* taken with its stripe */
 				continue;
 			}
 			if (n + lps > cl->batch_lines)
 				break;   /* the stripe goes whole into the next batch */
-			last_stripe = first / lps;
-			n = take_stripe(c, b, n, v, first / lps * lps, lps);
+			last_stripe = s;
+			int64_t sfirst = stripe_first(c, v, s, lps);
+			n = take_stripe(c, b, n, v, sfirst, lps);
 			if (n > from)
-				v->clean_cursor = (uint64_t)(first / lps * lps) + lps;
+				v->clean_cursor = (uint64_t)(sfirst + lps);
 			cl->scan_pos++;
 		} else {
 			uint32_t line_no = first + cl->scan_sub;

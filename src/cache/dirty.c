@@ -36,12 +36,14 @@ static inline uint32_t slot_of(const struct tc_dirty_index *d, uint32_t group)
 	return (uint32_t)(((uint64_t)group * 0x9e3779b97f4a7c15ull) >> 32) & (d->cap - 1);
 }
 
-int tc_dirty_init(struct tc_dirty_index *d, uint32_t group_lines, uint32_t group_units)
+int tc_dirty_init(struct tc_dirty_index *d, uint32_t group_lines, uint32_t group_units,
+		  uint32_t shift)
 {
 	memset(d, 0, sizeof(*d));
 	pthread_mutex_init(&d->lock, NULL);
 	d->group_lines = group_lines ? group_lines : 1;
 	d->group_units = group_units;
+	d->shift = shift;
 	d->cap = DIRTY_MIN_CAP;
 	d->tab = calloc(d->cap, sizeof(*d->tab));
 	if (!d->tab) {
@@ -104,7 +106,7 @@ void tc_dirty_add(struct tc_dirty_index *d, uint32_t line_no, int64_t units)
 {
 	if (!units || !d->tab)
 		return;
-	uint32_t group = line_no / d->group_lines;
+	uint32_t group = (uint32_t)(((uint64_t)line_no + d->shift) / d->group_lines);
 	pthread_mutex_lock(&d->lock);
 	if (d->lost)
 		goto out;
@@ -172,8 +174,9 @@ bool tc_dirty_any(struct tc_dirty_index *d, uint32_t first_line, uint32_t last_l
 	pthread_mutex_lock(&d->lock);
 	if (!d->lost && d->count) {
 		uint32_t mask = d->cap - 1;
-		for (uint32_t g = first_line / d->group_lines;
-		     g <= last_line / d->group_lines && !any; g++) {
+		uint32_t g0 = (uint32_t)(((uint64_t)first_line + d->shift) / d->group_lines);
+		uint32_t g1 = (uint32_t)(((uint64_t)last_line + d->shift) / d->group_lines);
+		for (uint32_t g = g0; g <= g1 && !any; g++) {
 			uint32_t s = slot_of(d, g);
 			while (d->tab[s].units && d->tab[s].group != g)
 				s = (s + 1) & mask;
@@ -250,7 +253,7 @@ int tc_volume_check_dirty_index(tc_volume *v)
 {
 	struct tc_cache *c = v->cache;
 	struct tc_dirty_index *d = &v->dirty_ix, ref;
-	if (tc_dirty_init(&ref, d->group_lines, d->group_units))
+	if (tc_dirty_init(&ref, d->group_lines, d->group_units, d->shift))
 		return -ENOMEM;
 	for (uint32_t i = 0; i < c->nslots; i++) {
 		struct tc_line l = tc_line_peek(&c->lines[i]);

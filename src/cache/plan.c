@@ -32,7 +32,7 @@ bool tc_plan_seq_bypass(struct tc_volume *v, const struct tc_io *io, bool instan
 	 * complete). */
 	uint64_t st = v->stripe;
 	if (io->op == TC_OP_WRITE && v->dirty_ix.group_units &&
-	    (io->offset % st || io->length % st)) {
+	    (tc_stripe_pos(v, io->offset) % st || io->length % st)) {
 		unsigned shift = v->cache->line_shift;
 		uint32_t first = (uint32_t)(io->offset >> shift);
 		uint32_t last = (uint32_t)((io->offset + io->length - 1) >> shift);
@@ -143,9 +143,14 @@ void tc_plan_instant(struct tc_req *r, const struct tc_io *io)
 	if (io->op != TC_OP_WRITE || !st ||
 	    __atomic_load_n(&v->set.write_policy, __ATOMIC_ACQUIRE) != TC_WP_INSTWB)
 		return;
-	uint64_t lo = (io->offset + st - 1) / st * st;
-	uint64_t hi = (io->offset + io->length) / st * st;
-	if (lo >= hi || atomic_load(&c->failed) || atomic_load(&c->wb_hold) ||
+	/* The whole stripes of the backing's grid (tc_stripe_pos) inside the write. */
+	uint64_t lo = (tc_stripe_pos(v, io->offset) + st - 1) / st * st;
+	uint64_t hi = tc_stripe_pos(v, io->offset + io->length) / st * st;
+	if (lo >= hi)
+		return;
+	lo -= v->stripe_skew;
+	hi -= v->stripe_skew;
+	if (atomic_load(&c->failed) || atomic_load(&c->wb_hold) ||
 	    atomic_load(&c->pressure) || atomic_load(&v->draining) ||
 	    atomic_load(&c->dirty_lines) * 100 >= (uint64_t)c->sb.dirty_low_pct * c->nslots)
 		return;

@@ -1146,7 +1146,7 @@ static bool write_stripes_whole(struct tc_req *r, struct tc_io *io, uint64_t fir
 	struct tc_cache *c = v->cache;
 	tc_dev *b = v->backing;
 	uint64_t st = v->stripe;
-	if (io->op != TC_OP_WRITE || !st || io->offset % st || io->length % st ||
+	if (io->op != TC_OP_WRITE || !st || tc_stripe_pos(v, io->offset) % st || io->length % st ||
 	    (io->offset | io->length) % b->lbs || r->instant_lo < r->instant_hi ||
 	    atomic_load(&c->failed))
 		return false;

@@ -340,10 +340,12 @@ static int attach_new_volume(void *arg)
 	v->bsb = op->b;
 	v->bsb_latest = op->latest;
 	v->stripe = volume_stripe(op->dev, &op->b);
+	v->stripe_skew = v->stripe ? TC_BACKING_DATA_OFFSET % v->stripe : 0;
 	/* The dirty index counts by stripe where the cleaner writes whole stripes. */
 	uint32_t lps = tc_cleaner_stripe_lines(c, v->stripe);
 	if (tc_dirty_init(&v->dirty_ix, lps ? lps : TC_DIRTY_GROUP_LINES,
-			  lps ? lps * c->units : 0)) {
+			  lps ? lps * c->units : 0,
+			  lps ? (uint32_t)(v->stripe_skew >> c->line_shift) : 0)) {
 		free(v->lat);
 		free(v);
 		return -ENOMEM;

@@ -66,7 +66,7 @@ static void test_random_against_array(void **state)
 	(void)state;
 	struct tc_dirty_index d;
 	uint32_t *ref = calloc(GROUPS, sizeof(*ref));
-	assert_int_equal(tc_dirty_init(&d, GL, GU), 0);
+	assert_int_equal(tc_dirty_init(&d, GL, GU, 0), 0);
 	uint64_t s = 0x9e3779b97f4a7c15ull;
 	size_t peak = 0;
 	/* Phases: fill densely, churn, drain sparsely to nothing. */

@@ -1270,6 +1270,80 @@ static void test_cleaner_reconstructs_stripes(void **state)
 	tc_ctx_free(ctx);
 }
 
+/*
+ * A backing whose stripes do not divide the volume's start on it (TC_BACKING_DATA_
+ * OFFSET, 1 MiB): a RAID 5 of four with 64 KiB chunks has 192 KiB stripes, so the
+ * volume starts 64 KiB into one, and the stripes lie on the array's grid, not the
+ * volume's (tc_stripe_pos).  A write-back write of one grid stripe goes to the array
+ * as one full-stripe write; the cleaner writes a grid stripe made dirty line by line
+ * as one, and completes one with scattered dirty units from the array; the array does
+ * no partial-stripe write for any of it, and holds every write.
+ */
+static void test_stripes_off_the_volume_grid(void **state)
+{
+	(void)state;
+	tc_ctx *ctx = new_ctx();
+	tc_dev *m[4], *bdev, *cdev;
+	tc_cache *cache;
+	tc_volume *vol;
+	const uint64_t stripe = 3 * LINE, skew = MIB % stripe;
+	for (unsigned i = 0; i < 4; i++)
+		assert_int_equal(tc_dev_new_memory(ctx, 16 * MIB, &m[i]), 0);
+	struct tc_array_opts ao = { .level = TC_RAID5, .chunk = LINE };
+	assert_int_equal(tc_dev_new_array(ctx, &ao, m, 4, &bdev), 0);
+	assert_int_equal(tc_dev_new_memory(ctx, 8 * MIB, &cdev), 0);
+	fmt_cache(ctx, cdev, true);
+	fmt_backing(ctx, bdev, TC_WP_WB, 0);
+	assert_int_equal(tc_cache_open(ctx, cdev, &cache), 0);
+	assert_int_equal(tc_cache_attach(cache, bdev, NULL, 0, &vol), 0);
+	struct tc_volume_stats st0, st;
+	tc_volume_stats(vol, &st0);
+	assert_int_equal(st0.backing_stripe, stripe);
+	assert_int_equal(skew, LINE);
+	const uint64_t len = 5 * stripe;
+	uint8_t *want = aligned_alloc(4096, len), *got = aligned_alloc(4096, len);
+	memset(want, 0, len);
+	struct tc_array_status a0, a1;
+	assert_int_equal(tc_array_status(bdev, &a0), 0);
+	/* Grid stripe 1 (volume 128 KiB to 320 KiB) in one write: to the array whole. */
+	uint64_t s1 = stripe - skew;
+	fill(want + s1, stripe, 21);
+	assert_int_equal(tc_volume_pwrite(vol, want + s1, stripe, s1, 0), 0);
+	tc_volume_stats(vol, &st);
+	assert_int_equal(st.full_stripe_bytes - st0.full_stripe_bytes, stripe);
+	assert_int_equal(st.dirty_bytes, 0);
+	/* Grid stripe 2 made dirty a line at a time, and grid stripe 3 in 4 KiB units
+	 * 16 KiB apart: the cleaner writes both whole. */
+	uint64_t s2 = s1 + stripe, s3 = s2 + stripe;
+	for (unsigned l = 0; l < 3; l++) {
+		fill(want + s2 + l * LINE, LINE, (uint8_t)(30 + l));
+		assert_int_equal(tc_volume_pwrite(vol, want + s2 + l * LINE, LINE,
+						  s2 + l * LINE, 0), 0);
+	}
+	for (uint64_t o = 0; o < stripe; o += 16384) {
+		fill(want + s3 + o, 4096, (uint8_t)(40 + o / 16384));
+		assert_int_equal(tc_volume_pwrite(vol, want + s3 + o, 4096, s3 + o, 0), 0);
+	}
+	tc_volume_stats(vol, &st0);
+	assert_int_equal(tc_volume_flush_dirty(vol, NULL, NULL), 0);
+	tc_volume_stats(vol, &st);
+	assert_int_equal(st.writeback_full_stripes - st0.writeback_full_stripes, 2);
+	assert_int_equal(st.writeback_stripes_reconstructed -
+			 st0.writeback_stripes_reconstructed, 1);
+	assert_int_equal(tc_array_status(bdev, &a1), 0);
+	assert_int_equal(a1.stripe_writes_full - a0.stripe_writes_full, 3);
+	assert_int_equal(a1.stripe_writes_rmw + a1.stripe_writes_rcw,
+			 a0.stripe_writes_rmw + a0.stripe_writes_rcw);
+	assert_int_equal(tc_dev_pread(bdev, got, len, TC_BACKING_DATA_OFFSET), 0);
+	assert_memory_equal(got, want, len);
+	free(want);
+	free(got);
+	assert_int_equal(tc_cache_close(cache), 0);
+	tc_dev_close(cdev);
+	tc_dev_close(bdev);
+	tc_ctx_free(ctx);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1286,6 +1360,7 @@ int main(void)
 		cmocka_unit_test(test_srate_samples),
 		cmocka_unit_test(test_service_rate),
 		cmocka_unit_test(test_cleaner_reconstructs_stripes),
+		cmocka_unit_test(test_stripes_off_the_volume_grid),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
