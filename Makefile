@@ -133,6 +133,7 @@ bench: build
 	$(BUILD)/bench/served/tc-bench-served
 	$(BUILD)/bench/tc-bench-scenario --secs 0.2 --hot 32 --span 96
 	$(BUILD)/bench/tc-bench-drain
+	$(BUILD)/bench/tc-bench-busy --secs 5
 
 # FUZZ: scripts/fuzz.sh (how to promote new corpus entries is in its header).
 fuzz: deps

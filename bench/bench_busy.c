@@ -11,7 +11,7 @@
  *   writer  random 4 KiB writes over a hot range of --hot MiB at the start of the
  *           volume, --rate per second (paced, one at a time): the cache absorbs
  *           them, the cleaner writes them back;
- *   reader  random 4 KiB reads, one at a time, over 2 GiB further on that the cache
+ *   reader  random 4 KiB reads, one at a time, over 2 GiB from 1 GiB on that the cache
  *           has never seen: each a miss served by the array, so its latency is what
  *           the array's time is worth to a client while the cleaner uses it.
  * Then the volume's clients stop and tc_volume_flush_dirty() writes back what is left.
@@ -44,7 +44,7 @@
 
 #define MAX_ROUNDS 15
 #define MAX_READS 200000u
-#define READ_BASE (2 * GIB)
+#define READ_BASE (1 * GIB)
 #define READ_SPAN (2 * GIB)
 
 struct client {

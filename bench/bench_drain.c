@@ -27,7 +27,9 @@
  * then dirty parts of stripes the cache holds whole), and the rand drain runs a third
  * time, alternating, with stripe fill off (tc_volume_set_stripe_fill): the cleaner
  * completing stripes with clean cached data against writing the dirty units alone
- * (which the array must read-modify-write).
+ * (which the array must read-modify-write).  With --raid6 --no-prefill the cache
+ * holds only the written units, and the cleaner completes the stripes by reading
+ * what it lacks from the array (stripe fill off: the dirty units alone).
  * The volume runs wb with flush rate low (nothing is written back before the flush),
  * admission always and no sequential cutoff, so every write is a dirty cache write.
  * Reported: each round, the medians and the ratios drain / backing (goals of the
@@ -253,6 +255,7 @@ struct drain_result {
 	double backing_mb_s;     /* bytes the cleaner wrote to the backing, MB/s */
 	uint64_t dirty, ios;     /* bytes made dirty, backing writes of the cleaner */
 	uint64_t full, completed;/* full stripes written, of those completed from cache */
+	uint64_t recon;          /* ... and of those completed from the backing */
 	uint64_t arr[3];         /* --raid6: the array's stripe writes during the drain:
 	                          * full, reconstruct-write, read-modify-write */
 };
@@ -330,6 +333,7 @@ static struct drain_result run_drain(struct env *e, bool rand, bool fill)
 		.ios = st.writeback_ios - st0.writeback_ios,
 		.full = st.writeback_full_stripes - st0.writeback_full_stripes,
 		.completed = st.writeback_stripes_completed - st0.writeback_stripes_completed,
+		.recon = st.writeback_stripes_reconstructed - st0.writeback_stripes_reconstructed,
 		.backing_mb_s = (double)(st.writeback_bytes - st0.writeback_bytes +
 					 st.writeback_fill_bytes - st0.writeback_fill_bytes) / 1e6 / secs,
 	};
@@ -357,6 +361,8 @@ static const char usage[] =
 "  --raid6       the backing is a RAID 6 of 6 emulated HDDs (default: one); implies\n"
 "                --prefill, and runs the rand drain also without stripe fill\n"
 "  --prefill     rand: read the span into the cache before the writes\n"
+"  --no-prefill  rand: do not (with --raid6: the cleaner completes stripes from the\n"
+"                array, reading what the cache lacks)\n"
 "  --ssd NAME    the cache's emulated profile (default sata-ssd; nvme-ssd)\n"
 "  --line-size K cache line size in KiB, 4..64 (default 64)\n"
 "  --tmpdir DIR  where the sparse files go (default $TMPDIR or /tmp)\n"
@@ -373,6 +379,7 @@ int main(int argc, char **argv)
 		{ "rounds", required_argument, NULL, 'r' },
 		{ "raid6", no_argument, NULL, '6' },
 		{ "prefill", no_argument, NULL, 'P' },
+		{ "no-prefill", no_argument, NULL, 'N' },
 		{ "ssd", required_argument, NULL, 'S' },
 		{ "line-size", required_argument, NULL, 'l' },
 		{ "tmpdir", required_argument, NULL, 't' },
@@ -383,7 +390,7 @@ int main(int argc, char **argv)
 	struct env e = { .ssd_profile = "sata-ssd", .line_size = 64 * KIB, .dirty = 256 * MIB,
 			 .rand_ios = 32768, .raw_ios = 2000, .span = 1024 * MIB };
 	unsigned rounds = 3;
-	bool do_seq = true, do_rand = true, json = false;
+	bool do_seq = true, do_rand = true, json = false, no_prefill = false;
 	const char *tmp = getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp";
 	int c;
 	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
@@ -403,6 +410,7 @@ int main(int argc, char **argv)
 		case 'r': rounds = (unsigned)bench_ulong_arg("--rounds", optarg, 1, MAX_ROUNDS); break;
 		case '6': e.raid6 = true; e.prefill = true; break;
 		case 'P': e.prefill = true; break;
+		case 'N': no_prefill = true; break;
 		case 'S': e.ssd_profile = optarg; break;
 		case 'l': {
 			unsigned long k = bench_ulong_arg("--line-size (KiB)", optarg, 4, 64);
@@ -417,6 +425,8 @@ int main(int argc, char **argv)
 		default: fputs(usage, stderr); return 2;
 		}
 	}
+	if (no_prefill)
+		e.prefill = false;
 	snprintf(e.dir, sizeof(e.dir), "%s/" BENCH_NAME "-XXXXXX", tmp);
 	if (!mkdtemp(e.dir))
 		die("make the temporary folder", errno);
@@ -446,10 +456,11 @@ int main(int argc, char **argv)
 			last[p] = d;
 			fprintf(stderr, "round %u %-4s backing %9.1f %s, drain %9.1f %s (%.3f), "
 				"%" PRIu64 " dirty bytes in %" PRIu64 " writes, %.1f MB/s to the "
-				"backing, %" PRIu64 " full stripes (%" PRIu64 " completed)\n", r + 1,
+				"backing, %" PRIu64 " full stripes (%" PRIu64 " completed from the "
+				"cache, %" PRIu64 " from the backing)\n", r + 1,
 				pname[p], raw[p][r], p ? "IOPS" : "MB/s", d.rate,
 				p ? "units/s" : "MB/s", d.rate / raw[p][r], d.dirty, d.ios,
-				d.backing_mb_s, d.full, d.completed);
+				d.backing_mb_s, d.full, d.completed, d.recon);
 			if (p == 1 && e.raid6) {
 				/* The array's sequential write rate over the same span. */
 				uint64_t keep = e.dirty;
