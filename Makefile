@@ -7,7 +7,7 @@
 #   make stress SEED=N COUNT=K   run the stress test with a chosen seed and count
 #                           (STRESS_FLAGS=--arrays: arrays as the backings)
 #   make demo               build, then scripts/demo.sh
-#   make bench              build, then the hit-path, served-path, pool-scenario and drain
+#   make bench              build, then the hit-path, served-path, pool-scenario, drain and busy
 #                           benchmarks
 #   make soak MINUTES=N     build, then tests/soak/soak.sh: the real server, fio verify on
 #                           every volume, failures and kills for N minutes (default 10)
