@@ -1190,6 +1190,39 @@ static void test_service_rate(void **state)
 	tc_ctx_free(ctx);
 }
 
+/* A write-back volume on a parity array of @n memory members (@level, @chunk bytes),
+ * through a fault layer when @fault is not NULL (*@fault: the layer), cached on a
+ * memory device with the unprotected-write-back override; *@arr: the array. */
+static void parity_env(tc_ctx *ctx, enum tc_raid_level_id level, unsigned n, uint32_t chunk,
+		       tc_dev **arr, tc_dev **fault, tc_dev **cdev, tc_cache **cache,
+		       tc_volume **vol)
+{
+	tc_dev *m[8];
+	for (unsigned i = 0; i < n; i++)
+		assert_int_equal(tc_dev_new_memory(ctx, 16 * MIB, &m[i]), 0);
+	struct tc_array_opts ao = { .level = level, .chunk = chunk };
+	assert_int_equal(tc_dev_new_array(ctx, &ao, m, n, arr), 0);
+	tc_dev *bdev = *arr;
+	if (fault) {
+		assert_int_equal(tc_dev_new_fault(ctx, *arr, fault), 0);
+		bdev = *fault;
+	}
+	assert_int_equal(tc_dev_new_memory(ctx, 8 * MIB, cdev), 0);
+	fmt_cache(ctx, *cdev, true);
+	fmt_backing(ctx, bdev, TC_WP_WB, 0);
+	assert_int_equal(tc_cache_open(ctx, *cdev, cache), 0);
+	assert_int_equal(tc_cache_attach(*cache, bdev, NULL, 0, vol), 0);
+}
+
+/* Close what parity_env made: the cache, its device, the backing @bdev, the context. */
+static void parity_env_close(tc_ctx *ctx, tc_cache *cache, tc_dev *cdev, tc_dev *bdev)
+{
+	assert_int_equal(tc_cache_close(cache), 0);
+	tc_dev_close(cdev);
+	tc_dev_close(bdev);
+	tc_ctx_free(ctx);
+}
+
 /*
  * The cleaner completes a stripe from the backing: on a RAID 6 of six (64 KiB chunks,
  * 256 KiB stripes, four lines), eight dirty 4 KiB units 32 KiB apart in a stripe of
@@ -1202,24 +1235,15 @@ static void test_cleaner_reconstructs_stripes(void **state)
 {
 	(void)state;
 	tc_ctx *ctx = new_ctx();
-	tc_dev *m[6], *arr, *bdev, *cdev;
+	tc_dev *arr, *bdev, *cdev;
 	tc_cache *cache;
 	tc_volume *vol;
 	const uint64_t stripe = 4 * LINE;
-	for (unsigned i = 0; i < 6; i++)
-		assert_int_equal(tc_dev_new_memory(ctx, 16 * MIB, &m[i]), 0);
-	struct tc_array_opts ao = { .level = TC_RAID6, .chunk = LINE };
-	assert_int_equal(tc_dev_new_array(ctx, &ao, m, 6, &arr), 0);
-	assert_int_equal(tc_dev_new_fault(ctx, arr, &bdev), 0);
-	assert_int_equal(tc_dev_new_memory(ctx, 8 * MIB, &cdev), 0);
-	fmt_cache(ctx, cdev, true);
-	fmt_backing(ctx, bdev, TC_WP_WB, 0);
-	/* The array's old data: two stripes. */
+	parity_env(ctx, TC_RAID6, 6, LINE, &arr, &bdev, &cdev, &cache, &vol);
+	/* The array's old data: two stripes (the volume's dirty data is none of it). */
 	uint8_t *want = aligned_alloc(4096, 2 * stripe), *got = aligned_alloc(4096, 2 * stripe);
 	fill(want, 2 * stripe, 3);
 	assert_int_equal(tc_dev_pwrite(bdev, want, 2 * stripe, TC_BACKING_DATA_OFFSET, 0), 0);
-	assert_int_equal(tc_cache_open(ctx, cdev, &cache), 0);
-	assert_int_equal(tc_cache_attach(cache, bdev, NULL, 0, &vol), 0);
 	struct tc_volume_stats st0, st;
 	tc_volume_stats(vol, &st0);
 	assert_int_equal(st0.backing_stripe, stripe);
@@ -1264,10 +1288,7 @@ static void test_cleaner_reconstructs_stripes(void **state)
 	}
 	free(want);
 	free(got);
-	assert_int_equal(tc_cache_close(cache), 0);
-	tc_dev_close(cdev);
-	tc_dev_close(bdev);
-	tc_ctx_free(ctx);
+	parity_env_close(ctx, cache, cdev, bdev);
 }
 
 /*
@@ -1283,19 +1304,11 @@ static void test_stripes_off_the_volume_grid(void **state)
 {
 	(void)state;
 	tc_ctx *ctx = new_ctx();
-	tc_dev *m[4], *bdev, *cdev;
+	tc_dev *bdev, *cdev;
 	tc_cache *cache;
 	tc_volume *vol;
 	const uint64_t stripe = 3 * LINE, skew = MIB % stripe;
-	for (unsigned i = 0; i < 4; i++)
-		assert_int_equal(tc_dev_new_memory(ctx, 16 * MIB, &m[i]), 0);
-	struct tc_array_opts ao = { .level = TC_RAID5, .chunk = LINE };
-	assert_int_equal(tc_dev_new_array(ctx, &ao, m, 4, &bdev), 0);
-	assert_int_equal(tc_dev_new_memory(ctx, 8 * MIB, &cdev), 0);
-	fmt_cache(ctx, cdev, true);
-	fmt_backing(ctx, bdev, TC_WP_WB, 0);
-	assert_int_equal(tc_cache_open(ctx, cdev, &cache), 0);
-	assert_int_equal(tc_cache_attach(cache, bdev, NULL, 0, &vol), 0);
+	parity_env(ctx, TC_RAID5, 4, LINE, &bdev, NULL, &cdev, &cache, &vol);
 	struct tc_volume_stats st0, st;
 	tc_volume_stats(vol, &st0);
 	assert_int_equal(st0.backing_stripe, stripe);
@@ -1338,10 +1351,7 @@ static void test_stripes_off_the_volume_grid(void **state)
 	assert_memory_equal(got, want, len);
 	free(want);
 	free(got);
-	assert_int_equal(tc_cache_close(cache), 0);
-	tc_dev_close(cdev);
-	tc_dev_close(bdev);
-	tc_ctx_free(ctx);
+	parity_env_close(ctx, cache, cdev, bdev);
 }
 
 int main(void)
