@@ -1535,7 +1535,9 @@ int tc_raid_level_parse(const char *s);
 /*
  * tc_array_create - write member superblocks on @members (in slot order) and on the
  * hot spares @spares, and open the new array named @name (tc_volume_name_valid) as
- * tc_dev_new_array would, with its data TC_ARRAY_DATA_OFFSET bytes into each member.
+ * tc_dev_new_array would, with its data TC_ARRAY_DATA_OFFSET bytes into each member
+ * (RAID 0 over parity arrays, RAID 50 / 60: rounded up to the members' full stripe, so
+ * that the outer chunks lie on their stripe grid).
  * Takes ownership of every member and spare, also on failure (closed).  On redundant
  * levels the members' data areas are zeroed first (WRITE_ZEROES: a hole punch on
  * sparse files) unless TC_ARRAY_ASSUME_CLEAN, so that parity and copies agree, and

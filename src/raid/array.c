@@ -531,6 +531,34 @@ int array_open(tc_ctx *ctx, const struct tc_array_opts *o, tc_dev **members, uns
 	};
 	if (l->id != TC_RAID1 && data && (uint64_t)chunk * data <= UINT32_MAX)
 		lim.io_opt = chunk * data;
+	/* RAID 50 / 60 (RAID 0 over parity legs): a write of one leg's full stripe, on the
+	 * leg's grid, is a full-stripe write, anything less a partial one; so the array
+	 * is as expensive to write partially as its legs, with their stripe and chunk,
+	 * when each outer chunk is a whole number of leg stripes lying on the leg's grid
+	 * (docs/raid.md: give the outer array a chunk of a leg's full stripe). */
+	struct tc_dev_limits ml;
+	tc_dev_limits(members[0], &ml);
+	if (l->id == TC_RAID0 && ml.partial_stripe_expensive && ml.io_opt) {
+		bool same = true;
+		for (unsigned i = 1; i < n; i++) {
+			struct tc_dev_limits mi;
+			tc_dev_limits(members[i], &mi);
+			same &= mi.partial_stripe_expensive && mi.io_opt == ml.io_opt &&
+				mi.io_min == ml.io_min;
+		}
+		if (same && chunk % ml.io_opt == 0 && data_offset % ml.io_opt == 0) {
+			lim.partial_stripe_expensive = true;
+			lim.io_opt = ml.io_opt;
+			lim.io_min = ml.io_min;
+		} else {
+			tc_warn(ctx, "array %s: chunk %u over members with %s full stripes of %u "
+				"bytes%s: every write to them is a partial-stripe write; give a "
+				"chunk of a whole number of their stripes", a->dev.name, chunk,
+				same ? "" : "unequal", ml.io_opt,
+				same && chunk % ml.io_opt == 0 ? " not on their stripe grid "
+				"(the data offset)" : "");
+		}
+	}
 	a->redundancy = array_redundancy_now(a, 0);
 	lim.redundancy = (uint8_t)a->redundancy;
 	tc_dev_set_limits(&a->dev, &lim);

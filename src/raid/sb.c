@@ -1077,13 +1077,19 @@ int tc_array_create(tc_ctx *ctx, const char *name, const struct tc_array_opts *o
 				r = -EINVAL;
 				goto fail;
 			}
-	uint64_t smallest = UINT64_MAX, largest = 0, need = RAID_SB_DATA_OFFSET + chunk;
+	/* Over parity arrays (RAID 50 / 60), the data starts on the legs' stripe grid, so
+	 * that every outer chunk is whole leg stripes (array.c: the array's limits). */
+	uint64_t doff = RAID_SB_DATA_OFFSET;
+	struct tc_dev_limits ml;
+	tc_dev_limits(members[0], &ml);
+	if (l->id == TC_RAID0 && ml.partial_stripe_expensive && ml.io_opt)
+		doff = (doff + ml.io_opt - 1) / ml.io_opt * ml.io_opt;
+	uint64_t smallest = UINT64_MAX, largest = 0, need = doff + chunk;
 	for (unsigned i = 0; i < n; i++) {
 		if (members[i]->size < need) {
 			tc_err(ctx, "array %s: member %s of %" PRIu64 " bytes is too small: "
-			       "it needs %" PRIu64 " (%u MiB of metadata and one chunk)", name,
-			       members[i]->name, members[i]->size, need,
-			       RAID_SB_DATA_OFFSET >> 20);
+			       "it needs %" PRIu64 " (%" PRIu64 " bytes before the data and one "
+			       "chunk)", name, members[i]->name, members[i]->size, need, doff);
 			r = -EINVAL;
 			goto fail;
 		}
@@ -1092,12 +1098,12 @@ int tc_array_create(tc_ctx *ctx, const char *name, const struct tc_array_opts *o
 		if (members[i]->size > largest)
 			largest = members[i]->size;
 	}
-	uint64_t member_size = (smallest - RAID_SB_DATA_OFFSET) / chunk * chunk;
+	uint64_t member_size = (smallest - doff) / chunk * chunk;
 	for (unsigned i = 0; i < nspares; i++)
-		if (spares[i]->size < RAID_SB_DATA_OFFSET + member_size) {
+		if (spares[i]->size < doff + member_size) {
 			tc_err(ctx, "array %s: spare %s of %" PRIu64 " bytes is smaller than a "
 			       "member (%" PRIu64 " bytes needed)", name, spares[i]->name,
-			       spares[i]->size, RAID_SB_DATA_OFFSET + member_size);
+			       spares[i]->size, doff + member_size);
 			r = -EINVAL;
 			goto fail;
 		}
@@ -1120,7 +1126,7 @@ int tc_array_create(tc_ctx *ctx, const char *name, const struct tc_array_opts *o
 	sb.members = n;
 	uuid_generate(sb.uuid);
 	snprintf(sb.name, sizeof(sb.name), "%s", name);
-	sb.data_offset = RAID_SB_DATA_OFFSET;
+	sb.data_offset = doff;
 	sb.member_size = member_size;
 	sb.ctime = sb.utime = now_ns();
 	if (l->parity) {
@@ -1165,7 +1171,7 @@ int tc_array_create(tc_ctx *ctx, const char *name, const struct tc_array_opts *o
 	if (!(flags & TC_ARRAY_ASSUME_CLEAN) && copies * (l->parity + 1) > 1)
 		for (unsigned i = 0; i < n && !r; i++) {
 			r = tc_dev_io(members[i], TC_OP_WRITE_ZEROES, 0, NULL, member_size,
-				      RAID_SB_DATA_OFFSET);
+				      doff);
 			if (r)
 				tc_err(ctx, "array %s: member %s: zeroing the data area failed: %s",
 				       name, members[i]->name, strerror(-r));
@@ -1181,8 +1187,7 @@ int tc_array_create(tc_ctx *ctx, const char *name, const struct tc_array_opts *o
 		r = tc_dev_io(all[i], TC_OP_WRITE_ZEROES, 0, NULL,
 			      RAID_SB_DATA_OFFSET - 2 * RAID_SB_SIZE, 2 * RAID_SB_SIZE);
 		if (!r && i < n && !(flags & TC_ARRAY_ASSUME_CLEAN))
-			r = tc_dev_io(all[i], TC_OP_WRITE_ZEROES, 0, NULL, len,
-				      RAID_SB_DATA_OFFSET);
+			r = tc_dev_io(all[i], TC_OP_WRITE_ZEROES, 0, NULL, len, doff);
 		if (r)
 			tc_err(ctx, "array %s: %s: zeroing the metadata area failed: %s", name,
 			       all[i]->name, strerror(-r));
@@ -1205,7 +1210,7 @@ int tc_array_create(tc_ctx *ctx, const char *name, const struct tc_array_opts *o
 	tc_info(ctx, "array %s: created, %s of %u members (%u spares), chunk %u, uuid %s",
 		name, l->name, n, nspares, chunk, u);
 	tc_dev *dev;
-	r = array_open(ctx, o, members, n, name, RAID_SB_DATA_OFFSET, member_size, &dev);
+	r = array_open(ctx, o, members, n, name, doff, member_size, &dev);
 	members = NULL;         /* array_open owns them now */
 	if (r)
 		goto fail;

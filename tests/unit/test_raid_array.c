@@ -769,7 +769,10 @@ static void test_raid60(void **state)
 	assert_int_equal(info.size, 2ull * 2 * MEMBER);
 	tc_dev_limits(array, &lim);
 	assert_int_equal(lim.redundancy, 2);  /* two members of either leg */
-	assert_int_equal(lim.io_opt, 4 * CHUNK);
+	/* Partial writes cost what they cost a leg: its full stripe and chunk. */
+	assert_true(lim.partial_stripe_expensive);
+	assert_int_equal(lim.io_opt, 2 * CHUNK);
+	assert_int_equal(lim.io_min, CHUNK);
 
 	uint8_t *data = malloc(info.size), *back = malloc(info.size);
 	uint64_t seed = 60;
@@ -831,6 +834,8 @@ static void test_raid50(void **state)
 	assert_int_equal(info.size, 2ull * 2 * MEMBER);
 	tc_dev_limits(array, &lim);
 	assert_int_equal(lim.redundancy, 1);
+	assert_true(lim.partial_stripe_expensive);
+	assert_int_equal(lim.io_opt, 2 * CHUNK);   /* a leg's full stripe */
 
 	uint8_t *data = malloc(info.size), *back = malloc(info.size);
 	uint64_t seed = 50;

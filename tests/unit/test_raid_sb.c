@@ -1054,6 +1054,49 @@ static void test_sizes(void **state)
 	assert_non_null(strstr(f->log.last, "is too small"));
 }
 
+/*
+ * RAID 0 over parity arrays (RAID 50), created with member superblocks: its data
+ * starts on the legs' stripe grid (16 MiB stripes of a RAID 5 of three with 8 MiB
+ * chunks: 16 MiB into each leg, not TC_ARRAY_DATA_OFFSET's 8), so with an outer chunk
+ * of one leg stripe the array says partial stripes are expensive, with the legs'
+ * stripe and chunk, and a cache in front of it writes whole leg stripes.
+ */
+static void test_create_nested_on_leg_grid(void **state)
+{
+	struct fx *f = *state;
+	const uint64_t size = 48ull << 20, leg_chunk = 8u << 20;
+	tc_dev *leg[2], *m[3], *a;
+	char path[300];
+	for (unsigned l = 0; l < 2; l++) {
+		for (unsigned i = 0; i < 3; i++) {
+			snprintf(path, sizeof(path), "%s/leg%u-%u", f->dir, l, i);
+			assert_int_equal(tc_dev_open_file(f->ctx, path, TC_DEV_CREATE |
+							  TC_DEV_BUFFERED, size, &m[i]), 0);
+		}
+		struct tc_array_opts lo = { .level = TC_RAID5, .chunk = (uint32_t)leg_chunk };
+		assert_int_equal(tc_dev_new_array(f->ctx, &lo, m, 3, &leg[l]), 0);
+	}
+	struct tc_array_opts o = { .level = TC_RAID0, .chunk = (uint32_t)(2 * leg_chunk) };
+	assert_int_equal(tc_array_create(f->ctx, "r50", &o, leg, 2, NULL, 0, 0, &a), 0);
+	struct tc_dev_limits lim;
+	tc_dev_limits(a, &lim);
+	assert_true(lim.partial_stripe_expensive);
+	assert_int_equal(lim.io_opt, 2 * leg_chunk);
+	assert_int_equal(lim.io_min, leg_chunk);
+	struct tc_array_member_info info;
+	assert_int_equal(tc_array_examine(f->ctx, leg[0], &info), 1);
+	assert_int_equal(info.data_offset, 2 * leg_chunk);
+	/* Data written through reads back. */
+	uint8_t *w = malloc(1u << 20), *r = malloc(1u << 20);
+	fill(w, 1u << 20, 9);
+	assert_int_equal(tc_dev_pwrite(a, w, 1u << 20, 2 * leg_chunk - 4096, 0), 0);
+	assert_int_equal(tc_dev_pread(a, r, 1u << 20, 2 * leg_chunk - 4096), 0);
+	assert_memory_equal(r, w, 1u << 20);
+	free(w);
+	free(r);
+	tc_dev_close(a);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1069,6 +1112,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_dirty_degraded, fx_setup, fx_teardown),
 		cmocka_unit_test_setup_teardown(test_absent_member, fx_setup, fx_teardown),
 		cmocka_unit_test_setup_teardown(test_readonly_writes_nothing, fx_setup, fx_teardown),
+		cmocka_unit_test_setup_teardown(test_create_nested_on_leg_grid, fx_setup,
+						fx_teardown),
 		cmocka_unit_test_setup_teardown(test_create_refusals, fx_setup, fx_teardown),
 		cmocka_unit_test_setup_teardown(test_force_over_cache, fx_setup, fx_teardown),
 		cmocka_unit_test_setup_teardown(test_spec, fx_setup, fx_teardown),
