@@ -54,6 +54,8 @@ struct tc_dirty_index {
 	uint32_t group_lines, group_units, shift;
 	uint32_t cap, count, full;
 	bool lost;
+	bool ready;                      /* set by tc_dirty_init, before the index is
+					  * shared; the rest under lock */
 	struct tc_dirty_group *tab;
 };
 

@@ -729,6 +729,8 @@ static void batch_start_work(struct tc_work *w)
  */
 static void sort_from_cursor(uint64_t *keys, uint32_t n, uint64_t cursor)
 {
+	if (!n)
+		return;   /* keys may be NULL */
 	qsort(keys, n, sizeof(uint64_t), cmp_u64);
 	uint32_t split = 0;
 	while (split < n && (keys[split] >> 32) + (uint32_t)keys[split] <= cursor)
@@ -821,7 +823,8 @@ static void scan_dirty(struct tc_cache *c, struct tc_volume *v, bool rf, uint64_
 	sort_from_cursor(groups, nf, v->clean_cursor);
 	sort_from_cursor(groups + nf, m - nf, v->clean_cursor);
 	cnt = m < cl->scan_cap ? m : cl->scan_cap;
-	memcpy(cl->scan, groups, sizeof(uint64_t) * cnt);
+	if (cnt)
+		memcpy(cl->scan, groups, sizeof(uint64_t) * cnt);
 	free(groups);
 done:
 	cl->scan_cnt = cnt;

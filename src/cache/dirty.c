@@ -50,15 +50,17 @@ int tc_dirty_init(struct tc_dirty_index *d, uint32_t group_lines, uint32_t group
 		pthread_mutex_destroy(&d->lock);
 		return -ENOMEM;
 	}
+	d->ready = true;
 	return 0;
 }
 
 void tc_dirty_fini(struct tc_dirty_index *d)
 {
-	if (!d->tab)
+	if (!d->ready)
 		return;
 	free(d->tab);
 	d->tab = NULL;
+	d->ready = false;
 	pthread_mutex_destroy(&d->lock);
 }
 
@@ -104,7 +106,7 @@ static void delete_at(struct tc_dirty_index *d, uint32_t s)
 
 void tc_dirty_add(struct tc_dirty_index *d, uint32_t line_no, int64_t units)
 {
-	if (!units || !d->tab)
+	if (!units || !d->ready)
 		return;
 	uint32_t group = (uint32_t)(((uint64_t)line_no + d->shift) / d->group_lines);
 	pthread_mutex_lock(&d->lock);
@@ -149,7 +151,7 @@ out:
 
 void tc_dirty_reset(struct tc_dirty_index *d)
 {
-	if (!d->tab)
+	if (!d->ready)
 		return;
 	pthread_mutex_lock(&d->lock);
 	struct tc_dirty_group *tab = d->cap != DIRTY_MIN_CAP ?
@@ -168,7 +170,7 @@ void tc_dirty_reset(struct tc_dirty_index *d)
 
 bool tc_dirty_any(struct tc_dirty_index *d, uint32_t first_line, uint32_t last_line)
 {
-	if (!d->tab)
+	if (!d->ready)
 		return false;
 	bool any = false;
 	pthread_mutex_lock(&d->lock);
@@ -191,7 +193,7 @@ int64_t tc_dirty_collect(struct tc_dirty_index *d, uint64_t **out, uint32_t *nfu
 {
 	*out = NULL;
 	*nfull = 0;
-	if (!d->tab)
+	if (!d->ready)
 		return -ENOENT;
 	pthread_mutex_lock(&d->lock);
 	if (d->lost) {
@@ -215,7 +217,7 @@ int64_t tc_dirty_collect(struct tc_dirty_index *d, uint64_t **out, uint32_t *nfu
 
 size_t tc_dirty_mem(struct tc_dirty_index *d)
 {
-	if (!d->tab)
+	if (!d->ready)
 		return 0;
 	pthread_mutex_lock(&d->lock);
 	size_t bytes = (size_t)d->cap * sizeof(*d->tab);
@@ -225,7 +227,7 @@ size_t tc_dirty_mem(struct tc_dirty_index *d)
 
 bool tc_dirty_lost(struct tc_dirty_index *d)
 {
-	if (!d->tab)
+	if (!d->ready)
 		return true;
 	pthread_mutex_lock(&d->lock);
 	bool lost = d->lost;
@@ -235,7 +237,7 @@ bool tc_dirty_lost(struct tc_dirty_index *d)
 
 uint32_t tc_dirty_full(struct tc_dirty_index *d)
 {
-	if (!d->tab)
+	if (!d->ready)
 		return 0;
 	pthread_mutex_lock(&d->lock);
 	uint32_t full = d->lost ? 0 : d->full;
@@ -269,8 +271,10 @@ int tc_volume_check_dirty_index(tc_volume *v)
 		r = nh == -ENOENT ? -ENOENT : -ENOMEM;
 		goto out;
 	}
-	qsort(want, (size_t)nw, sizeof(*want), cmp_key);
-	qsort(have, (size_t)nh, sizeof(*have), cmp_key);
+	if (nw > 1)
+		qsort(want, (size_t)nw, sizeof(*want), cmp_key);
+	if (nh > 1)
+		qsort(have, (size_t)nh, sizeof(*have), cmp_key);
 	int64_t i = 0;
 	while (i < nw && i < nh && want[i] == have[i])
 		i++;
