@@ -931,6 +931,13 @@ static void map_read_done(struct array_child *c, int result)
 		map_read_next(s);
 		return;
 	}
+	if (!array_member_readable(a, c->member, c->io.offset - a->data_offset)) {
+		/* The member went faulty while the read was in flight: what it returned is
+		 * not used (from tc_array_fail_member's return on, nothing read from a
+		 * faulty member is); another copy is read instead. */
+		map_read_next(s);
+		return;
+	}
 	if (!s->bad) {
 		map_seg_end(s, 0);
 		return;

@@ -276,6 +276,12 @@ static void r56_child_done(struct array_child *c, int result)
 			int zero = 0;
 			atomic_compare_exchange_strong(&op->err, &zero, result);
 		}
+	} else if (c->io.op == TC_OP_READ &&
+		   !array_member_readable(op->a, c->member, c->io.offset - op->a->data_offset)) {
+		/* The member went faulty while the read was in flight: its data is not used
+		 * (from tc_array_fail_member's return on, nothing read from a faulty member
+		 * is); the chunk counts as unreadable, rebuilt from the others. */
+		atomic_fetch_or(&op->failed, 1u << slot);
 	}
 	r56_step_put(op);
 }
@@ -443,8 +449,9 @@ static void r56_fast_read_done(struct r56_sop *op)
 		r56_end(op, ret);
 		return;
 	}
+	uint32_t lost = r56_lost(op);
 	for (unsigned s = 0; s < op->r->k; s++)
-		if (op->bad & (1u << s))
+		if (op->bad & ~lost & (1u << s))
 			tc_warn(op->a->dev.ctx, "array %s: member %u (%s): read error in stripe %"
 				PRIu64 ", rebuilding from the others", op->a->dev.name,
 				op->member[s], op->a->m[op->member[s]].dev->name, op->stripe);
