@@ -336,6 +336,8 @@ struct tc_clean_batch {
 	uint8_t *bufs;                   /* batch_lines * line_size */
 	int pending, err;
 	int berr;                        /* a backing read of the stripes it completes */
+	uint32_t lps;                    /* lines per stripe it was collected with (0:
+	                                  * no stripes) */
 	int step;                        /* enum batch_step_id (cleaner.c) */
 	unsigned nwrites;                /* backing writes the batch submitted */
 	struct tc_io *ios;               /* batch_lines * 9 + 1 */

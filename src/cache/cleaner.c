@@ -221,7 +221,7 @@ static void batch_submit(struct tc_clean_batch *b, unsigned *nio, tc_dev *dev, u
 static void batch_read_backing(struct tc_clean_batch *b)
 {
 	struct tc_cache *c = b->c;
-	uint32_t lps = stripe_lines(c, b->vol);
+	uint32_t lps = b->lps;
 	unsigned nio = 0, niov = 0;
 	bool open = false;
 	uint64_t run_start = 0, run_end = 0, run_stripe = 0;
@@ -318,7 +318,7 @@ static void batch_write(struct tc_clean_batch *b)
 	struct tc_volume *v = b->vol;
 	unsigned nio = 0, niov = 0;
 	uint64_t full = 0, fill = 0, bfill = 0, recon = 0, last_recon = UINT64_MAX;
-	uint32_t lps = stripe_lines(c, v);
+	uint32_t lps = b->lps;
 	__atomic_store_n(&b->pending, 1, __ATOMIC_RELEASE);
 	uint64_t run_start = 0, run_len = 0, run_next = UINT64_MAX;
 	unsigned run_iov = 0;
@@ -673,8 +673,9 @@ static void batch_step(struct tc_clean_batch *b)
 	case BATCH_BREADS_DONE:
 		if (__atomic_load_n(&b->berr, __ATOMIC_RELAXED)) {
 			/* The stripes are not completed: their dirty units go back alone. */
+			/* Not a writeback error (the drain counts those): the dirty units
+			 * still go back. */
 			int berr = __atomic_load_n(&b->berr, __ATOMIC_RELAXED);
-			tc_stat_add(b->vol, ST_BACKING_ERRORS, 1);
 			tc_warn(c->ctx, "volume \"%s\": reading backing %s to complete stripes "
 				"for writeback failed: %s; writing back the dirty units alone",
 				b->vol->name, b->vol->backing->name, strerror(-berr));
@@ -1063,6 +1064,7 @@ static uint32_t batch_collect(struct tc_cache *c, struct tc_clean_batch *b,
 {
 	struct tc_cleaner *cl = &c->cleaner;
 	uint32_t n = 0, lps = stripe_lines(c, v);
+	b->lps = lps;   /* the batch's reads and writes go by it, whatever changes */
 	if (!cl->scan) {
 		cl->scan_cap = c->nslots < 65536 ? c->nslots : 65536;
 		if (cl->scan_cap < cl->batch_lines)

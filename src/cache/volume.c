@@ -772,10 +772,13 @@ static void detach_online(void *arg)
 {
 	struct detach_op *op = arg;
 	struct tc_cache *c = op->v->cache;
+	/* Counted before the volume is back in vols[], as at attach: a line change in
+	 * between then leaves the dirty index short, which it detects (lost), never
+	 * counted twice. */
+	vol_count_lines(c, op->v);
 	pthread_mutex_lock(&c->mgmt_lock);
 	c->vols[op->v->id] = op->v;
 	pthread_mutex_unlock(&c->mgmt_lock);
-	vol_count_lines(c, op->v);
 	tc_shares_update(c, op->v);
 }
 

@@ -1146,7 +1146,9 @@ static void r56_sync_rebuilt(struct r56_sop *op)
 		return;
 	}
 	op->route = 1;
-	r56_step_rows(op, TC_OP_WRITE, op->tslots | (op->bad & ~op->lost), r56_sync_written);
+	/* Not to a member that went faulty meanwhile (its read counted as failed). */
+	r56_step_rows(op, TC_OP_WRITE, op->tslots | (op->bad & ~(op->lost | r56_lost(op))),
+		      r56_sync_written);
 }
 
 /* Rebuild the targets from the others: every readable chunk but theirs. */
@@ -1208,7 +1210,7 @@ static void r56_check_read(struct r56_sop *op)
 	differ &= ~op->bad;
 	if (differ)
 		op->win->mismatches++;
-	uint32_t write = op->bad & ~op->lost;
+	uint32_t write = op->bad & ~(op->lost | r56_lost(op));
 	if (op->win->kind == SYNC_REPAIR)
 		write |= differ;
 	if (!write) {
