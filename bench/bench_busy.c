@@ -109,9 +109,10 @@ static int cmp_u64(const void *a, const void *b)
 	return x < y ? -1 : x > y;
 }
 
+/* One round's figures (counts too, as doubles: medians of them all alike). */
 struct result {
 	double p50_ms, p99_ms, reads_s, writes_s;
-	uint64_t busy_partial, busy_full, flush_partial, flush_full;
+	double busy_partial, busy_full, flush_partial, flush_full;
 	double dirty_mib, flush_s;
 };
 
@@ -164,30 +165,21 @@ static void round_run(struct rig *rig, uint64_t hot, unsigned rate, double secs,
 	res->p99_ms = r.nlat ? (double)r.lat[(uint64_t)r.nlat * 99 / 100] / 1e6 : 0;
 	res->reads_s = r.nlat / busy;
 	res->writes_s = (double)w.writes / busy;
-	res->busy_partial = partial_writes(&a1) - partial_writes(&a0);
-	res->busy_full = a1.stripe_writes_full - a0.stripe_writes_full;
-	res->flush_partial = partial_writes(&a2) - partial_writes(&a1);
-	res->flush_full = a2.stripe_writes_full - a1.stripe_writes_full;
+	res->busy_partial = (double)(partial_writes(&a1) - partial_writes(&a0));
+	res->busy_full = (double)(a1.stripe_writes_full - a0.stripe_writes_full);
+	res->flush_partial = (double)(partial_writes(&a2) - partial_writes(&a1));
+	res->flush_full = (double)(a2.stripe_writes_full - a1.stripe_writes_full);
 	free(r.lat);
 	rig_close(rig);
 }
 
-static double median_of(struct result *rs, unsigned n, size_t field)
+/* The median over the rounds of the field at @field of struct result. */
+static double median_of(const struct result *rs, unsigned n, size_t field)
 {
 	double v[MAX_ROUNDS];
 	for (unsigned i = 0; i < n; i++)
-		v[i] = *(double *)((char *)&rs[i] + field);
-	qsort(v, n, sizeof(double), bench_cmp_double);
-	return v[n / 2];
-}
-
-static double median_u(struct result *rs, unsigned n, size_t field)
-{
-	double v[MAX_ROUNDS];
-	for (unsigned i = 0; i < n; i++)
-		v[i] = (double)*(uint64_t *)((char *)&rs[i] + field);
-	qsort(v, n, sizeof(double), bench_cmp_double);
-	return v[n / 2];
+		v[i] = *(const double *)((const char *)&rs[i] + field);
+	return bench_median(v, (int)n);
 }
 
 static const char usage[] =
@@ -250,13 +242,12 @@ int main(int argc, char **argv)
 		struct result *x = &res[i];
 		round_run(&rig, hot, rate, secs, x);
 		fprintf(stderr, "round %u: reads p50 %.2f ms p99 %.2f ms, %.0f/s; writes %.0f/s; "
-			"partial-stripe writes %" PRIu64 " busy + %" PRIu64 " flush, full %"
-			PRIu64 " + %" PRIu64 "; %.1f MiB left dirty, flushed in %.2f s\n",
+			"partial-stripe writes %.0f busy + %.0f flush, full %.0f + %.0f; "
+			"%.1f MiB left dirty, flushed in %.2f s\n",
 			i + 1, x->p50_ms, x->p99_ms, x->reads_s, x->writes_s, x->busy_partial,
 			x->flush_partial, x->busy_full, x->flush_full, x->dirty_mib, x->flush_s);
 	}
 #define MD(f) median_of(res, rounds, offsetof(struct result, f))
-#define MU(f) median_u(res, rounds, offsetof(struct result, f))
 	if (json) {
 		printf("{\"hot_mib\": %" PRIu64 ", \"rate\": %u, \"secs\": %.0f, \"rounds\": %u, "
 		       "\"read_p50_ms\": %.3f, \"read_p99_ms\": %.3f, \"reads_per_s\": %.1f, "
@@ -264,8 +255,8 @@ int main(int argc, char **argv)
 		       "\"busy_full_stripe_writes\": %.0f, \"flush_partial_stripe_writes\": %.0f, "
 		       "\"flush_full_stripe_writes\": %.0f, \"dirty_left_mib\": %.2f, "
 		       "\"flush_s\": %.3f}\n", hot / MIB, rate, secs, rounds, MD(p50_ms),
-		       MD(p99_ms), MD(reads_s), MD(writes_s), MU(busy_partial), MU(busy_full),
-		       MU(flush_partial), MU(flush_full), MD(dirty_mib), MD(flush_s));
+		       MD(p99_ms), MD(reads_s), MD(writes_s), MD(busy_partial), MD(busy_full),
+		       MD(flush_partial), MD(flush_full), MD(dirty_mib), MD(flush_s));
 	} else {
 		printf("RAID 6 of 6 emulated HDDs, cache RAID 1 of 2 emulated SATA SSDs, wb, "
 		       "flush rate high; writer %u/s over %" PRIu64 " MiB, reader over 2 GiB "
@@ -273,9 +264,9 @@ int main(int argc, char **argv)
 		printf("  reader: p50 %.2f ms, p99 %.2f ms, %.0f reads/s\n", MD(p50_ms),
 		       MD(p99_ms), MD(reads_s));
 		printf("  array partial-stripe writes: %.0f while busy, %.0f in the flush\n",
-		       MU(busy_partial), MU(flush_partial));
+		       MD(busy_partial), MD(flush_partial));
 		printf("  array full-stripe writes:    %.0f while busy, %.0f in the flush\n",
-		       MU(busy_full), MU(flush_full));
+		       MD(busy_full), MD(flush_full));
 		printf("  left dirty: %.1f MiB, flushed in %.2f s\n", MD(dirty_mib), MD(flush_s));
 	}
 	rig_free(&rig);
