@@ -389,6 +389,20 @@ static void test_sequential_cutoff(void **state)
 	st = vstats(e);
 	assert_int_equal(st.bypassed_seq, 13 + 2 + 5);
 	assert_int_equal(st.bypassed_bytes, (15 + 5) * 65536);
+	/* Past the cutoff, a write of which the cache holds nothing is one backing write
+	 * (the client's request as it was sent), not one per line. */
+	tc_dev_stats(e->bd, &b0);
+	wr(e, 4 * MIB + 8 * 65536, 65536, 5, 0);
+	tc_dev_stats(e->bd, &b1);
+	assert_int_equal(b1.writes - b0.writes, 1);
+	assert_int_equal(vstats(e).bypassed_bytes, (15 + 6) * 65536);
+	/* A stream write over a line the cache holds takes the per-line path: the line
+	 * must not keep its older data. */
+	wr(e, 4 * MIB + 10 * 65536 + 4096, 4096, 6, 0);    /* far enough: not the stream */
+	wr(e, 4 * MIB + 9 * 65536, 2 * 65536, 7, 0);       /* the stream, over that line */
+	assert_int_equal(vstats(e).bypassed_bytes, (15 + 8) * 65536);
+	expect(e, 4 * MIB + 8 * 65536, 65536, 5);
+	expect(e, 4 * MIB + 9 * 65536, 2 * 65536, 7);
 	env_down(e);
 }
 
