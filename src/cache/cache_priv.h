@@ -197,16 +197,19 @@ struct tc_volume {
 	_Atomic int draining;            /* >0: writes go write-through, cleaner flat out */
 	atomic_bool discarding;          /* detach dropping dirty data: no writeback at all */
 	_Atomic int wb_inflight;         /* writes planned as write-back, not yet finished */
-	/* The service-rate rule (plan.c, stream_path): EWMA of the rate at which
-	 * whole-stripe writes of this volume completed, bytes/s: [0] made dirty at once
-	 * in the cache (TC_SRATE_CACHE), [1] written whole to the backing
+	/* The service-rate rule (plan.c, tc_plan_stream_path): EWMA of the rate at
+	 * which whole-stripe writes of this volume completed, bytes/s: [0] made dirty at
+	 * once in the cache (TC_SRATE_CACHE), [1] written whole to the backing
 	 * (TC_SRATE_BACKING); 0 = not measured yet.  srate_n counts each path's
 	 * completed requests, srate_kept those sampled (not the first after a switch of
-	 * path), srate_tick the decisions; srate_last is the path of the latest. */
+	 * path), srate_tick the decisions; srate_last is the path of the latest,
+	 * srate_fav the path the rates favoured at the latest decision past the
+	 * warm-up; the next probe burst starts at decision srate_probe_at, srate_period
+	 * decisions after the previous one (doubling while the choice holds). */
 	_Atomic uint64_t srate[2];
 	atomic_uint srate_n[2], srate_kept[2];
-	_Atomic uint8_t srate_last;
-	atomic_uint srate_tick;
+	_Atomic uint8_t srate_last, srate_fav;
+	atomic_uint srate_tick, srate_probe_at, srate_period;
 	_Atomic uint64_t dirty_units;    /* 4 KiB units dirty */
 	struct tc_dirty_index dirty_ix;  /* where they are, by group (dirty.c) */
 	_Atomic uint64_t valid_units;

@@ -71,16 +71,31 @@ bool tc_plan_seq_bypass(struct tc_volume *v, const struct tc_io *io, bool instan
  *     such request as the rate's starting value kept the faster path looking the
  *     slower for the whole of a 32 MiB stream;
  *   - the other path is measured in bursts of TC_SRATE_BURST consecutive requests
- *     (the first of each not sampled, as above), every TC_SRATE_PERIOD decisions, and
- *     a warm-up sends the first burst to the backing, the next to the cache: a probe
- *     of one request measured only the switch.  The cost: 3 requests in 64 at the
- *     slower rate, about 4 % of the stream at tc-bench-instwb's 1.8x;
+ *     (the first of each not sampled, as above), and a warm-up keeps the volume's
+ *     first requests in the cache (its first request goes there: nothing is measured
+ *     yet) until a burst is complete, then sends a burst to the backing: a probe of
+ *     one request measured only the switch.  Cache first, because the very first
+ *     request is there already: where the backing is the faster, the stream then
+ *     moves to the array once and stays, paying the one positioning any writer of the
+ *     array pays at the start of a stream; backing first cost a second positioning
+ *     and one more request in the cache;
+ *   - probes back off: the first comes TC_SRATE_PERIOD decisions after the rates
+ *     last changed which path they favour, and each probe that leaves the favoured
+ *     path as it was doubles the distance to the next, up to TC_SRATE_PERIOD_MAX.  A
+ *     probe of a disk array costs its burst at the slower rate plus a positioning of
+ *     the array when the stream comes back (6 to 20 ms on the emulated HDDs, 4 to 13
+ *     requests' worth): every 64 decisions that was about 10 % of a stream, every
+ *     1024 under 1 %.  What the backoff delays is only the discovery that the path
+ *     not taken got faster; the favoured path is sampled on every request, so its
+ *     slowing down (a degraded array, a rebuild) turns the choice at once, and that
+ *     change brings the probes back to every 64 decisions;
  *   - the k-th sample kept weighs 1/k up to 1/8 (a mean, then an EWMA of weight 1/8),
  *     a probe's 1/2: at 1/8 a probed path needed 8 bursts to follow a change.
  * No rate is known on devices without a clock (the memory backend): then nothing
  * changes.
  */
 #define TC_SRATE_PERIOD 64u
+#define TC_SRATE_PERIOD_MAX 1024u
 #define TC_SRATE_BURST 3u
 
 void tc_plan_srate_sample(struct tc_volume *v, const struct tc_req *r, uint64_t len,
@@ -103,25 +118,40 @@ void tc_plan_srate_sample(struct tc_volume *v, const struct tc_req *r, uint64_t 
 	atomic_store(rate, old && w > 1 ? old - old / w + sample / w : sample);
 }
 
-/* Which path the rule picks for a whole-stripe write instant write-back would take:
- * TC_SRATE_BACKING or TC_SRATE_CACHE; *@probe says it is a burst measuring the path
- * the rates do not favour. */
-static unsigned stream_path(struct tc_volume *v, bool *probe)
+unsigned tc_plan_stream_path(struct tc_volume *v, bool *probe)
 {
 	*probe = false;
 	if (!atomic_load(&v->srate_n[0]))
 		return TC_SRATE_CACHE;   /* no clock, or the very first request */
 	unsigned n = atomic_fetch_add(&v->srate_tick, 1);
-	if (n < 2 * TC_SRATE_BURST) {
+	if (n < 2 * TC_SRATE_BURST - 1) {
+		/* The warm-up: with the very first request, a burst into the cache, then
+		 * one to the backing. */
 		*probe = true;
-		return n < TC_SRATE_BURST ? TC_SRATE_BACKING : TC_SRATE_CACHE;
+		return n < TC_SRATE_BURST - 1 ? TC_SRATE_CACHE : TC_SRATE_BACKING;
 	}
 	uint64_t cr = atomic_load(&v->srate[0]), br = atomic_load(&v->srate[1]);
 	if (!cr && !br)
 		return TC_SRATE_CACHE;   /* neither measured (no clock): nothing changes */
-	*probe = n % TC_SRATE_PERIOD < TC_SRATE_BURST;
-	bool to_backing = br && (!cr || cr < br);
-	return to_backing != *probe ? TC_SRATE_BACKING : TC_SRATE_CACHE;
+	unsigned fav = br && (!cr || cr < br) ? TC_SRATE_BACKING : TC_SRATE_CACHE;
+	unsigned at = atomic_load(&v->srate_probe_at);
+	if (atomic_exchange(&v->srate_fav, (uint8_t)fav) != fav) {
+		/* The rates changed their mind (or this is the first choice): probe soon. */
+		atomic_store(&v->srate_period, TC_SRATE_PERIOD);
+		at = n + TC_SRATE_PERIOD;
+		atomic_store(&v->srate_probe_at, at);
+	} else if ((int)(n - at) >= (int)TC_SRATE_BURST) {
+		/* A burst is over and the choice held: the next one twice as far. */
+		unsigned p = atomic_load(&v->srate_period);
+		p = p < TC_SRATE_PERIOD ? TC_SRATE_PERIOD :
+		    p >= TC_SRATE_PERIOD_MAX / 2 ? TC_SRATE_PERIOD_MAX : 2 * p;
+		if (atomic_compare_exchange_strong(&v->srate_probe_at, &at, n + p)) {
+			atomic_store(&v->srate_period, p);
+			at = n + p;
+		}
+	}
+	*probe = n - at < TC_SRATE_BURST;
+	return (fav == TC_SRATE_BACKING) != *probe ? TC_SRATE_BACKING : TC_SRATE_CACHE;
 }
 
 /*
@@ -155,7 +185,7 @@ void tc_plan_instant(struct tc_req *r, const struct tc_io *io)
 	    atomic_load(&c->dirty_lines) * 100 >= (uint64_t)c->sb.dirty_low_pct * c->nslots)
 		return;
 	if (lo == io->offset && hi == io->offset + io->length) {
-		unsigned path = stream_path(v, &r->stripe_probe);
+		unsigned path = tc_plan_stream_path(v, &r->stripe_probe);
 		r->stripe_switch = atomic_exchange(&v->srate_last, (uint8_t)path) != path;
 		if (path == TC_SRATE_BACKING)
 			return;

@@ -142,6 +142,12 @@ enum { TC_SRATE_NONE = 0, TC_SRATE_CACHE = 1, TC_SRATE_BACKING = 2 };
  * the memory backend) tells nothing and is ignored. */
 void tc_plan_srate_sample(struct tc_volume *v, const struct tc_req *r, uint64_t len,
 			  uint64_t ns);
+/* The service-rate rule's choice for the next whole-stripe write of @v that instant
+ * write-back would take: TC_SRATE_CACHE or TC_SRATE_BACKING; *@probe says it is part
+ * of the warm-up or of a burst measuring the path the rates do not favour (bursts of
+ * 3, 64 decisions apart after a change of the favoured path, the distance doubling up
+ * to 1024 while it holds: plan.c).  Counts a decision.  Lock-free. */
+unsigned tc_plan_stream_path(struct tc_volume *v, bool *probe);
 /* Plan a read: sets the units from each device and s->step to STEP_HIT_READ,
  * STEP_MISS_BACKING_READ, or STEP_UPGRADE when a miss holds the line only shared. */
 void tc_plan_read(struct tc_sub *s);
