@@ -926,6 +926,33 @@ tc_dev *tc_host_array_at(tc_host *host, unsigned i, const char **spec);
 int tc_host_open_spare(tc_host *host, const char *spec, bool force, tc_dev **out);
 
 /*
+ * Global hot spares (docs/raid.md): devices of @host that any of its arrays takes when
+ * a member becomes faulty and the array has no spare of its own (the controllers'
+ * global hot spares; mdadm's spare-group).  A thread of the host moves the first
+ * spare of the pool that fits (block size, at least the members' used size plus the
+ * data offset) into the array with tc_array_add_spare(): the spare takes the faulty
+ * slot and the rebuild starts.  On an array's TC_DEV_DEGRADED event, and once a second
+ * for arrays that found none fitting before.  RAID 0 takes none; the legs of a RAID
+ * 50 / 60 take dedicated spares only.  The pool lives until tc_host_close(); it is not
+ * recorded on any device (a spare holds no superblock until an array takes it): a
+ * server is told its global spares at every start (`tiercache serve --spare`).
+ *
+ * tc_host_add_global_spare - open @spec as tc_host_open_spare() does (the same checks
+ * and @force) and add it to the pool; an array that needs a spare now takes it before
+ * the call returns.  Errors: those of tc_host_open_spare(), -EEXIST (in the pool
+ * already), -EROFS (a read-only host), -ENOMEM.
+ * tc_host_remove_global_spare - take @spec (as given, or the file behind it) out of
+ * the pool and close it.  Errors: -ENOENT (not in the pool; logged).
+ * tc_host_global_spare_at - the @i-th spare of the pool: its spec into @spec (@len
+ * bytes, truncated) and its size in bytes into *@size (when @size).  Returns 0, or
+ * -ENOENT past the end.  All thread-safe.
+ */
+int tc_host_add_global_spare(tc_host *host, const char *spec, bool force);
+int tc_host_remove_global_spare(tc_host *host, const char *spec);
+int tc_host_global_spare_at(tc_host *host, unsigned i, char *spec, size_t len,
+			    uint64_t *size);
+
+/*
  * tc_host_attach - attach the backing @backing_spec to the cache @cache_spec, live:
  * the cache must be one of the host's devices (matched by its spec or its path), the
  * backing may be new to the host (it is opened) or served uncached now (it is switched
@@ -1315,6 +1342,8 @@ struct tc_array_status {
 	unsigned parity;          /* parity chunks per stripe: RAID 5 1, RAID 6 2; else 0 */
 	uint64_t size;            /* the array's size, bytes */
 	uint64_t member_size;     /* bytes used on every member (the smallest, whole chunks) */
+	uint64_t data_offset;     /* bytes before the data on every member (its superblocks);
+	                           * a spare needs member_size + data_offset bytes */
 	unsigned faulty;          /* members faulty now */
 	int redundancy;           /* further member failures survivable now; -1 = failed */
 	bool degraded;            /* serving, with a member faulty */
@@ -1416,8 +1445,9 @@ int tc_array_fail_survives(tc_dev *array, unsigned i);
 int tc_array_status(tc_dev *array, struct tc_array_status *st);
 
 /*
- * Hot spares, rebuild, replace and check (docs/raid.md).  Spares are dedicated: each
- * belongs to one array (no pool shared between arrays).  When a member becomes
+ * Hot spares, rebuild, replace and check (docs/raid.md).  These spares are dedicated:
+ * each belongs to one array (a host's global spares, shared by its arrays, are
+ * tc_host_add_global_spare's).  When a member becomes
  * faulty and the array has a spare, the spare takes its slot at once (state
  * REBUILDING) and a rebuild starts: row by row of chunks, under the same stripe lock
  * as foreground writes (RAID 5/6) or a lock on the array chunk being copied (RAID

@@ -43,7 +43,7 @@ void *host_grow(void *arr, unsigned *cap, unsigned need, size_t elem)
 /* stat() of the file behind @spec: local devices are matched by file identity too (two
  * specs naming one file are one device); a remote one has no file (-1, ENODEV) and is
  * matched by its spec alone. */
-static int spec_stat(const char *spec, struct stat *st)
+int host_spec_stat(const char *spec, struct stat *st)
 {
 	const char *path = tc_dev_spec_path(spec);
 	if (!path) {
@@ -80,7 +80,7 @@ static struct host_dev *host_array_by_members(tc_host *h, const char *spec)
 		return NULL;
 	for (char *m = strtok_r(list, ",", &save); m && !mixed; m = strtok_r(NULL, ",", &save)) {
 		struct stat st;
-		bool have = spec_stat(m, &st) == 0;
+		bool have = host_spec_stat(m, &st) == 0;
 		tc_dev *a = host_array_holding(h, m, have, &st);
 		if (a && arr && a != arr)
 			mixed = true;
@@ -102,7 +102,7 @@ static struct host_dev *host_array_by_members(tc_host *h, const char *spec)
 static struct host_dev *host_dev_find(tc_host *h, const char *spec)
 {
 	struct stat st;
-	bool have = spec_stat(spec, &st) == 0;
+	bool have = host_spec_stat(spec, &st) == 0;
 	pthread_mutex_lock(&h->lock);
 	struct host_dev *found = host_dev_match(h, spec, have, &st);
 	pthread_mutex_unlock(&h->lock);
@@ -123,7 +123,7 @@ static int host_dev_open(tc_host *h, const char *spec, struct host_dev **out)
 		return -ENOMEM;
 	}
 	struct stat st;
-	if (spec_stat(spec, &st) == 0) {
+	if (host_spec_stat(spec, &st) == 0) {
 		d->st_dev = st.st_dev;
 		d->st_ino = st.st_ino;
 	}
@@ -248,7 +248,7 @@ static int group_array_members(tc_ctx *ctx, const char *const *specs, unsigned n
 		/* tc_dev_probe's verdict, not the array superblock's alone: a device
 		 * formatted over a member later (a cache keeps a member's copy 1) is what
 		 * it was formatted as. */
-		if (p && strncmp(specs[i], "array:", 6) && spec_stat(specs[i], &st) == 0 &&
+		if (p && strncmp(specs[i], "array:", 6) && host_spec_stat(specs[i], &st) == 0 &&
 		    tc_dev_open_spec(ctx, specs[i], (dev_flags & ~(TC_DEV_EXCLUSIVE |
 				     TC_DEV_CREATE)) | TC_DEV_READONLY, 0, 0, &d) == 0) {
 			if (tc_dev_probe(ctx, d, p) == 0 && p->kind == TC_PROBE_ARRAY)
@@ -331,6 +331,7 @@ static int host_assemble(tc_ctx *ctx, const char *const *specs, unsigned nspecs,
 		h->opts = *opts;
 	pthread_mutex_init(&h->lock, NULL);
 	pthread_mutex_init(&h->mgmt, NULL);
+	host_spare_init(h);
 	/* A device that is missing or cannot be read does not stop the others: what can be
 	 * served safely without it is (a backing whose cache it was, served uncached when
 	 * its write policy keeps no dirty data in the cache).  Assembly fails only when
@@ -429,6 +430,7 @@ static int host_assemble(tc_ctx *ctx, const char *const *specs, unsigned nspecs,
 int tc_host_close(tc_host *h)
 {
 	int first = 0;
+	host_spare_fini(h);   /* the spare thread stops before the arrays close */
 	for (unsigned i = 0; i < h->ndevs; i++) {
 		struct host_dev *d = h->devs[i];
 		if (d->cache) {
@@ -558,7 +560,7 @@ static bool same_device(const char *name, const char *spec, bool have, const str
 {
 	struct stat ns;
 	return !strcmp(name, spec) ||
-	       (have && spec_stat(name, &ns) == 0 && ns.st_dev == st->st_dev &&
+	       (have && host_spec_stat(name, &ns) == 0 && ns.st_dev == st->st_dev &&
 		ns.st_ino == st->st_ino);
 }
 
@@ -585,12 +587,16 @@ static tc_dev *host_array_holding(tc_host *h, const char *spec, bool have,
 int tc_host_open_spare(tc_host *h, const char *spec, bool force, tc_dev **out)
 {
 	struct stat st;
-	bool have = spec_stat(spec, &st) == 0;
+	bool have = host_spec_stat(spec, &st) == 0;
 	pthread_mutex_lock(&h->lock);
 	struct host_dev *hd = host_dev_match(h, spec, have, &st);
 	pthread_mutex_unlock(&h->lock);
 	if (hd) {
 		tc_err(h->ctx, "device %s: already a device of this server (%s)", spec, hd->spec);
+		return -EEXIST;
+	}
+	if (host_spare_holds(h, spec)) {
+		tc_err(h->ctx, "device %s: already a global spare of this server", spec);
 		return -EEXIST;
 	}
 	tc_dev *a = host_array_holding(h, spec, have, &st);
@@ -806,7 +812,7 @@ static struct host_dev *host_fault_target(tc_host *h, const char *device, const 
 		return NULL;
 	}
 	struct stat st;
-	bool have = spec_stat(device, &st) == 0;
+	bool have = host_spec_stat(device, &st) == 0;
 	pthread_mutex_lock(&h->lock);
 	struct host_dev *d = host_dev_match(h, device, have, &st);
 	if (d)

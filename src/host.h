@@ -41,6 +41,14 @@ struct tc_export {
 	pthread_cond_t cond;
 };
 
+/* A global hot spare (host_spare.c): the spec as given and the open device. */
+struct host_spare {
+	char *spec;
+	tc_dev *dev;
+};
+
+#define TC_HOST_WARNED_MAX 64
+
 struct tc_host {
 	tc_ctx *ctx;
 	struct tc_host_opts opts;
@@ -50,9 +58,31 @@ struct tc_host {
 	unsigned ndevs, devs_cap;
 	tc_export **exps;
 	unsigned nexps, exps_cap;
+	/* Global hot spares (host_spare.c); the pool, the thread's flags and the warned
+	 * list under spare_lock, one placement pass at a time under spare_place. */
+	pthread_mutex_t spare_lock, spare_place;
+	pthread_cond_t spare_cond;      /* wakes the spare thread (CLOCK_MONOTONIC) */
+	struct host_spare *gspares;
+	unsigned ngspares, gspares_cap;
+	pthread_t spare_thread;
+	bool spare_thread_on, spare_stop, spare_kick;
+	tc_dev *spare_warned[TC_HOST_WARNED_MAX];   /* arrays told no spare fits */
+	unsigned nwarned;
 };
 
 void *host_grow(void *arr, unsigned *cap, unsigned need, size_t elem);
+
+/* host_spec_stat - stat() of the file behind device spec @spec: 0, or -1 with errno
+ * (ENODEV: a spec with no local file, e.g. nbd: or rbd:). */
+int host_spec_stat(const char *spec, struct stat *st);
+
+/* The global spares (host_spare.c): host_spare_init right after the host is
+ * allocated, host_spare_fini first thing at its close (stops the spare thread,
+ * closes the pool's devices); host_spare_holds - whether @spec (or the file behind
+ * it) is in the pool. */
+void host_spare_init(tc_host *h);
+void host_spare_fini(tc_host *h);
+bool host_spare_holds(tc_host *h, const char *spec);
 
 /* export_add - a new export of the volume on @backing (its probe names it), through
  * @vol on @cache or uncached (@cache and @vol NULL), in @state; *@out when @out.

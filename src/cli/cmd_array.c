@@ -19,7 +19,8 @@
 /* ---- create array ---------------------------------------------------------------- */
 
 enum { OPT_LEVEL = 256, OPT_CHUNK, OPT_COPIES, OPT_SPARE, OPT_FORCE, OPT_CLEAN, OPT_JSON,
-       OPT_CONTROL, OPT_HELP, OPT_REPAIR, OPT_MIN, OPT_MAX, OPT_PRIORITY, OPT_CONSISTENCY };
+       OPT_CONTROL, OPT_HELP, OPT_REPAIR, OPT_MIN, OPT_MAX, OPT_PRIORITY, OPT_CONSISTENCY,
+       OPT_GLOBAL };
 
 static const struct option create_options[] = {
 	{ "level", required_argument, NULL, OPT_LEVEL },
@@ -364,7 +365,9 @@ static const char help[] =
 "    tiercache array assemble [--force] [--json] DEVICE...\n"
 "    tiercache array fail NAME MEMBER [--force] [--control PATH] [--json]\n"
 "    tiercache array add-spare NAME DEVICE [--force] [--control PATH] [--json]\n"
+"    tiercache array add-spare --global DEVICE [--force] [--control PATH] [--json]\n"
 "    tiercache array remove NAME MEMBER [--control PATH] [--json]\n"
+"    tiercache array remove --global DEVICE [--control PATH] [--json]\n"
 "    tiercache array replace NAME SLOT DEVICE [--force] [--control PATH] [--json]\n"
 "    tiercache array check NAME [--repair] [--control PATH] [--json]\n"
 "    tiercache array rebuild-rate NAME [--min MB/s] [--max MB/s] [--priority N]\n"
@@ -431,6 +434,16 @@ static const char help[] =
 "    first 16 KiB, unless --force; a device the server uses already, a device smaller\n"
 "    than the members' used size, a RAID 0.\n"
 "\n"
+"    `array add-spare --global DEVICE` gives the server a global hot spare instead:\n"
+"    any of its arrays takes it when a member becomes faulty and the array has no\n"
+"    spare of its own (the first global spare that is large enough, in the order\n"
+"    they were added; RAID 0 takes none, nor do the legs of a RAID 50 or 60).  It is\n"
+"    opened and checked as for add-spare, and an array degraded now takes it at once.\n"
+"    Until then it holds no superblock, so the server does not keep it across a\n"
+"    restart: give it to `tiercache serve --spare` (or `spare =` in the server's\n"
+"    configuration) as well.  `array remove --global DEVICE` takes it out of the\n"
+"    pool.  `array status` lists the global spares after the arrays.\n"
+"\n"
 "    `array remove NAME MEMBER` takes a spare, a faulty member, or a member retired\n"
 "    by a spare or a replace out of the array and closes it (MEMBER: its device as\n"
 "    `array status` names it, or a slot number for the device in that slot).  A\n"
@@ -485,12 +498,15 @@ static const char help[] =
 "                      \"unlimited\")\n"
 "    --priority N      array rebuild-rate: 0..100, the share of max - min kept under\n"
 "                      load (default 0: md's rule, the floor)\n"
+"    --global          add-spare, remove: a global hot spare of the server, not a\n"
+"                      spare of one array (no NAME)\n"
 "\n"
 "EXAMPLES\n"
 "    tiercache array status /srv/d0.img /srv/d1.img /srv/d2.img /srv/d3.img\n"
 "    tiercache array status data\n"
 "    tiercache array fail data /srv/d2.img\n"
 "    tiercache array add-spare data /srv/d4.img\n"
+"    tiercache array add-spare --global /srv/d9.img\n"
 "    tiercache array remove data /srv/d2.img\n"
 "    tiercache array replace data 1 /srv/d5.img\n"
 "    tiercache array check data\n"
@@ -508,6 +524,7 @@ static const struct option array_options[] = {
 	{ "min", required_argument, NULL, OPT_MIN },
 	{ "max", required_argument, NULL, OPT_MAX },
 	{ "priority", required_argument, NULL, OPT_PRIORITY },
+	{ "global", no_argument, NULL, OPT_GLOBAL },
 	{ "help", no_argument, NULL, OPT_HELP },
 	{ NULL, 0, NULL, 0 },
 };
@@ -610,6 +627,23 @@ static int offline(char **specs, unsigned n, bool json, bool rw, bool force)
 	return TC_EXIT_OK;
 }
 
+/* The "global_spares" of a server's answer, one line: "global spares: DEV (SIZE), ..."
+ * or "global spares: none". */
+static void print_global_spares(json_object *res)
+{
+	json_object *gs = NULL;
+	json_object_object_get_ex(res, "global_spares", &gs);
+	size_t n = gs ? json_object_array_length(gs) : 0;
+	printf("\nglobal spares: %s", n ? "" : "none");
+	for (size_t i = 0; i < n; i++) {
+		json_object *g = json_object_array_get_idx(gs, i);
+		char sz[32];
+		printf("%s%s (%s)", i ? ", " : "", cli_jstr(g, "device"),
+		       tc_size_format(cli_ju64(g, "size"), sz, sizeof(sz)));
+	}
+	printf("\n");
+}
+
 static int array_status(int argc, char **argv, const char *control, bool json)
 {
 	unsigned n = (unsigned)(argc - optind);
@@ -638,6 +672,8 @@ static int array_status(int argc, char **argv, const char *control, bool json)
 			print_array(json_object_array_get_idx(arrays, i));
 		}
 	}
+	if (!json && n == 0)
+		print_global_spares(res);
 	json_object_put(resp);
 	return TC_EXIT_OK;
 }
@@ -738,6 +774,47 @@ static json_object *array_req(const char *op, const char *name)
 	json_object_object_add(req, "op", json_object_new_string(op));
 	json_object_object_add(req, "array", json_object_new_string(name));
 	return req;
+}
+
+/* `array add-spare --global DEVICE` and `array remove --global DEVICE`. */
+static int global_spare(int argc, char **argv, const char *control, bool json, bool force,
+			bool add)
+{
+	if (argc - optind != 1)
+		return cli_usage("array %s --global: expected DEVICE (and no array NAME)",
+				 add ? "add-spare" : "remove");
+	char abs[PATH_MAX];
+	const char *dev = server_spec(argv[optind], abs, sizeof(abs));
+	json_object *req = json_object_new_object(), *resp;
+	json_object_object_add(req, "op", json_object_new_string(add ? "global_spare_add" :
+								   "global_spare_remove"));
+	json_object_object_add(req, "device", json_object_new_string(dev));
+	if (force)
+		json_object_object_add(req, "force", json_object_new_boolean(1));
+	json_object *res = call(control, req, &resp);
+	json_object_put(req);
+	if (!res) {
+		json_object_put(resp);
+		return TC_EXIT_FAIL;
+	}
+	if (json) {
+		print_json(res);
+	} else {
+		json_object *gs = NULL;
+		json_object_object_get_ex(res, "global_spares", &gs);
+		size_t n = gs ? json_object_array_length(gs) : 0;
+		const char *by = cli_jstr(res, "taken_by");
+		if (!add)
+			printf("global spare %s removed; %zu left in the pool\n", dev, n);
+		else if (*by)
+			printf("global spare %s added, and taken at once by array %s (a member "
+			       "was faulty): rebuilding\n", dev, by);
+		else
+			printf("global spare %s added; %zu in the pool (not kept across a "
+			       "restart: give it to `tiercache serve --spare` too)\n", dev, n);
+	}
+	json_object_put(resp);
+	return TC_EXIT_OK;
 }
 
 static int array_add_spare(int argc, char **argv, const char *control, bool json,
@@ -878,7 +955,7 @@ int cmd_array(int argc, char **argv)
 {
 	const char *control = TC_CONTROL_DEFAULT;
 	const char *min = NULL, *max = NULL, *prio = NULL;
-	bool json = false, force = false, repair = false;
+	bool json = false, force = false, repair = false, global = false;
 	int c;
 	static const char *const subs[] = { "status", "assemble", "fail", "add-spare", "remove",
 					     "replace", "check", "rebuild-rate" };
@@ -905,6 +982,7 @@ int cmd_array(int argc, char **argv)
 		case OPT_MIN: min = optarg; break;
 		case OPT_MAX: max = optarg; break;
 		case OPT_PRIORITY: prio = optarg; break;
+		case OPT_GLOBAL: global = true; break;
 		case 'h':
 		case OPT_HELP: return cli_help(help);
 		default: return cli_bad_option(argv + 1);
@@ -927,6 +1005,11 @@ int cmd_array(int argc, char **argv)
 	}
 	if (!strcmp(sub, "status"))
 		return array_status(argc - 1, argv + 1, control, json);
+	if (global && strcmp(sub, "add-spare") && strcmp(sub, "remove"))
+		return cli_usage("--global: for `array add-spare` and `array remove` only");
+	if (global)
+		return global_spare(argc - 1, argv + 1, control, json, force,
+				    !strcmp(sub, "add-spare"));
 	if (!strcmp(sub, "add-spare"))
 		return array_add_spare(argc - 1, argv + 1, control, json, force);
 	if (!strcmp(sub, "remove"))

@@ -39,7 +39,8 @@ static const char help[] =
 "    tiercache serve [--socket PATH | --listen [HOST:]PORT] [--foreground]\n"
 "                    [--control PATH] [--threads N] [--log FILE] [--seed N]\n"
 "                    [--http [HOST:]PORT [--http-interval SECONDS]]\n"
-"                    [--testing] [--verbose] [--config FILE] DEVICE...\n"
+"                    [--testing] [--verbose] [--config FILE] [--spare DEVICE]...\n"
+"                    DEVICE...\n"
 "\n"
 "DESCRIPTION\n"
 "    Reads the superblocks of every DEVICE, opens every cache among them, attaches\n"
@@ -99,6 +100,13 @@ static const char help[] =
 "                         (as `status --json`); off by default (docs/server.md)\n"
 "    --http-interval SECONDS  seconds between the samples of the page's plots\n"
 "                         (default 5, 1 to 3600; 720 samples are kept)\n"
+"    --spare DEVICE       a global hot spare (repeatable): any array of the server\n"
+"                         takes it when a member becomes faulty and the array has\n"
+"                         no spare of its own, and rebuilds onto it (see `tiercache\n"
+"                         array --help`).  It must be blank: one holding any\n"
+"                         superblock is refused, and the server does not start.\n"
+"                         A spare an array took before this start holds that\n"
+"                         array's superblock now and is served as its member\n"
 "    --config FILE        read the devices and settings from FILE (below); options\n"
 "                         given on the command line win over the file's, and DEVICEs\n"
 "                         given there are served besides the file's\n"
@@ -109,6 +117,7 @@ static const char help[] =
 "        [serve]\n"
 "        device = /dev/disk/by-id/nvme-SSD1      # one line per DEVICE, in any order\n"
 "        device = array:/dev/sdb,/dev/sdc,/dev/sdd,/dev/sde\n"
+"        spare = /dev/disk/by-id/ata-HDD9           # a global hot spare, one per line\n"
 "        socket = /run/tiercache/nbd.sock        # or: listen = [HOST:]PORT\n"
 "        control = /run/tiercache/control.sock\n"
 "        threads = 256\n"
@@ -223,6 +232,8 @@ struct serve_config {
 	const char *file;
 	char **devs;            /* `device` lines, in order */
 	int ndevs;
+	char **spares;          /* `spare` lines, in order */
+	int nspares;
 	char *sock, *listen, *control, *log, *http;
 	uint64_t threads;       /* 0: not set */
 	uint64_t http_interval; /* 0: not set */
@@ -241,15 +252,23 @@ static int config_key(void *user, const char *section, const char *name, const c
 			 section);
 		return 0;
 	}
-	if (!strcmp(name, "device")) {
-		char **d = realloc(c->devs, sizeof(*d) * (size_t)(c->ndevs + 1));
-		if (!d || !(d[c->ndevs] = strdup(value))) {
-			c->devs = d ? d : c->devs;
+	bool spare = !strcmp(name, "spare");
+	if (spare || !strcmp(name, "device")) {
+		char ***list = spare ? &c->spares : &c->devs;
+		int *n = spare ? &c->nspares : &c->ndevs;
+		if (!*value) {
+			snprintf(c->why, sizeof(c->why), "line %d: key \"%s\" has no value", lineno,
+				 name);
+			return 0;
+		}
+		char **d = realloc(*list, sizeof(*d) * (size_t)(*n + 1));
+		if (!d || !(d[*n] = strdup(value))) {
+			*list = d ? d : *list;
 			snprintf(c->why, sizeof(c->why), "line %d: out of memory", lineno);
 			return 0;
 		}
-		c->devs = d;
-		c->ndevs++;
+		*list = d;
+		(*n)++;
 		return 1;
 	}
 	if (!strcmp(name, "socket"))
@@ -299,7 +318,8 @@ static int config_key(void *user, const char *section, const char *name, const c
 		return 1;
 	}
 	snprintf(c->why, sizeof(c->why), "line %d: unknown key \"%s\" in [serve] (device, "
-		 "socket, listen, control, threads, log, verbose, http, http_interval)", lineno, name);
+		 "spare, socket, listen, control, threads, log, verbose, http, http_interval)",
+		 lineno, name);
 	return 0;
 }
 
@@ -357,6 +377,9 @@ static void config_free(struct serve_config *c)
 	for (int i = 0; i < c->ndevs; i++)
 		free(c->devs[i]);
 	free(c->devs);
+	for (int i = 0; i < c->nspares; i++)
+		free(c->spares[i]);
+	free(c->spares);
 	free(c->sock);
 	free(c->listen);
 	free(c->control);
@@ -368,6 +391,8 @@ static void config_free(struct serve_config *c)
  * (NULL or 0: not set). */
 struct serve_opts {
 	const char *sock, *listen, *control, *log, *http;
+	const char **spares;    /* --spare and the file's `spare`, as given */
+	int nspares;
 	uint64_t threads, seed, http_interval;
 	bool fg, verbose, testing;
 };
@@ -390,6 +415,7 @@ int cmd_serve(int argc, char **argv)
 		{ "http", required_argument, NULL, 'H' },
 		{ "http-interval", required_argument, NULL, 'I' },
 		{ "config", required_argument, NULL, 'C' },
+		{ "spare", required_argument, NULL, 'P' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -414,6 +440,17 @@ int cmd_serve(int argc, char **argv)
 		case 'T': o.testing = true; break;
 		case 'v': o.verbose = true; break;
 		case 'C': cfg.file = optarg; break;
+		case 'P': {
+			const char **sp = realloc(o.spares, sizeof(*sp) * (size_t)(o.nspares + 1));
+			if (!sp) {
+				cli_err("out of memory");
+				free(o.spares);
+				return TC_EXIT_FAIL;
+			}
+			o.spares = sp;
+			o.spares[o.nspares++] = optarg;
+			break;
+		}
 		case 'H': o.http = optarg; break;
 		case 'I':
 			if (cli_uint("--http-interval", optarg, 1, 3600, &o.http_interval))
@@ -425,9 +462,34 @@ int cmd_serve(int argc, char **argv)
 	}
 	if (o.sock && o.listen)
 		return cli_usage("--socket and --listen exclude each other");
+	const char **spares = o.spares;   /* serve_run() points o.spares elsewhere */
 	int rc = serve_run(&cfg, &o, argc - optind, argv + optind);
 	config_free(&cfg);
+	free(spares);
 	return rc;
+}
+
+/* Whether the --spare device @spec holds an array member superblock: an array took it
+ * as a spare before this start, so it is one of that array's devices now.  Anything
+ * else (blank, missing, another superblock) stays a spare for the server to take or
+ * refuse with its message. */
+static bool spare_joined_array(const char *spec)
+{
+	char abs[PATH_MAX];
+	const char *path = tc_dev_spec_path(spec);
+	if ((path && access(path, F_OK) < 0) || cli_abs_spec(spec, abs, sizeof(abs)))
+		return false;   /* the server names what is wrong with it */
+	tc_ctx *ctx = cli_ctx(false);
+	tc_dev *d;
+	struct tc_probe p;
+	bool joined = false;
+	if (ctx && tc_dev_open_spec(ctx, abs, TC_DEV_READONLY | TC_DEV_BUFFERED, 0, 1, &d) == 0) {
+		joined = tc_dev_probe(ctx, d, &p) == 0 && p.kind == TC_PROBE_ARRAY;
+		tc_dev_close(d);
+	}
+	if (ctx)
+		tc_ctx_free(ctx);
+	return joined;
 }
 
 /* cmd_serve() with the command line parsed into @o: the file's settings where the
@@ -451,9 +513,15 @@ static int serve_run(struct serve_config *cfg, struct serve_opts *o, int ndev, c
 	o->control = o->control ? o->control : TC_CONTROL_DEFAULT;
 	o->log = o->log ? o->log : LOG_DEFAULT;
 	o->threads = o->threads ? o->threads : 256;
+	/* Global spares: the command line's, then the file's.  One an array took before
+	 * this start (it holds a member superblock now) is a device of that array. */
+	int nsp = o->nspares + cfg->nspares;
 	int n = cfg->ndevs + ndev;
-	char **all = calloc((size_t)n + 1, sizeof(char *));
-	if (!all) {
+	char **all = calloc((size_t)(n + nsp) + 1, sizeof(char *));
+	const char **spares = calloc((size_t)nsp + 1, sizeof(char *));
+	if (!all || !spares) {
+		free(all);
+		free(spares);
 		cli_err("out of memory");
 		return TC_EXIT_FAIL;
 	}
@@ -461,8 +529,19 @@ static int serve_run(struct serve_config *cfg, struct serve_opts *o, int ndev, c
 		all[i] = cfg->devs[i];
 	for (int i = 0; i < ndev; i++)
 		all[cfg->ndevs + i] = devs[i];
+	int ns = 0;
+	for (int i = 0; i < nsp; i++) {
+		const char *sp = i < o->nspares ? o->spares[i] : cfg->spares[i - o->nspares];
+		if (spare_joined_array(sp))
+			all[n++] = (char *)sp;
+		else
+			spares[ns++] = sp;
+	}
+	o->spares = spares;
+	o->nspares = ns;
 	int rc = serve_start(o, n, all);
 	free(all);
+	free(spares);
 	return rc;
 }
 
@@ -524,7 +603,7 @@ static int serve_start(const struct serve_opts *o, int argc, char **argv)
 	}
 	const char *nbdkit = getenv("TC_NBDKIT") ? getenv("TC_NBDKIT") : "nbdkit";
 	/* nbdkit -f [-v] -t N (-U SOCK | -i HOST -p PORT) PLUGIN dev=... control=... seed=N */
-	char **av = calloc((size_t)argc + 24, sizeof(char *));
+	char **av = calloc((size_t)argc + (size_t)o->nspares + 24, sizeof(char *));
 	int n = 0;
 	char tbuf[32], sbuf[48], ibuf[48];
 	snprintf(tbuf, sizeof(tbuf), "%" PRIu64, threads);
@@ -563,6 +642,13 @@ static int serve_start(const struct serve_opts *o, int argc, char **argv)
 		if (cli_abs_spec_named(argv[i], abs, sizeof(abs)))
 			return TC_EXIT_FAIL;
 		if (asprintf(&av[n++], "dev=%s", abs) < 0)
+			return TC_EXIT_FAIL;
+	}
+	for (int i = 0; i < o->nspares; i++) {
+		char abs[PATH_MAX];
+		if (cli_abs_spec_named(o->spares[i], abs, sizeof(abs)))
+			return TC_EXIT_FAIL;
+		if (asprintf(&av[n++], "spare=%s", abs) < 0)
 			return TC_EXIT_FAIL;
 	}
 	if (asprintf(&av[n++], "control=%s", control) < 0)

@@ -326,6 +326,21 @@ static tc_dev *req_array(tc_host *h, json_object *req, json_object **err)
 	return NULL;
 }
 
+/* The host's global spares: [{"device": SPEC, "size": BYTES}, ...]. */
+static json_object *global_spares_json(tc_host *h)
+{
+	json_object *arr = json_object_new_array();
+	char spec[4096];
+	uint64_t size;
+	for (unsigned i = 0; tc_host_global_spare_at(h, i, spec, sizeof(spec), &size) == 0; i++) {
+		json_object *o = json_object_new_object();
+		json_object_object_add(o, "device", json_object_new_string(spec));
+		json_object_object_add(o, "size", u64(size));
+		json_object_array_add(arr, o);
+	}
+	return arr;
+}
+
 static json_object *op_array_status(tc_host *h, json_object *req)
 {
 	json_object *v = NULL, *err = NULL;
@@ -333,6 +348,7 @@ static json_object *op_array_status(tc_host *h, json_object *req)
 		return err;
 	json_object *r = json_object_new_object();
 	json_object_object_add(r, "arrays", arrays_json(h, v ? json_object_get_string(v) : NULL));
+	json_object_object_add(r, "global_spares", global_spares_json(h));
 	return ok(r);
 }
 
@@ -1004,6 +1020,58 @@ static json_object *op_array_add_spare(tc_host *h, json_object *req)
 	return array_result(a, "added", json_object_new_string(spec));
 }
 
+/* "device": a new global spare; "force": reuse a device holding a superblock.  The
+ * answer: "global_spares" (the pool after the call) and, when an array took the spare
+ * at once, "taken_by" (that array's name). */
+static json_object *op_global_spare_add(tc_host *h, json_object *req)
+{
+	json_object *err = NULL;
+	const char *spec = req_string(req, "device", &err);
+	if (!spec)
+		return err;
+	int r = tc_host_add_global_spare(h, spec, req_bool(req, "force"));
+	if (r)
+		return ctl_error(fail_errno(r), NULL);
+	json_object *o = json_object_new_object();
+	json_object_object_add(o, "added", json_object_new_string(spec));
+	json_object *pool = global_spares_json(h);
+	bool pooled = false;
+	for (size_t i = 0; i < json_object_array_length(pool); i++) {
+		json_object *d;
+		json_object_object_get_ex(json_object_array_get_idx(pool, i), "device", &d);
+		pooled |= !strcmp(json_object_get_string(d), spec);
+	}
+	struct tc_array_status *st = pooled ? NULL : malloc(sizeof(*st));
+	tc_dev *a;
+	for (unsigned i = 0; st && (a = tc_host_array_at(h, i, NULL)); i++) {
+		struct tc_array_identity id;
+		if (tc_array_status(a, st) || tc_array_identity(a, &id))
+			continue;
+		for (unsigned k = 0; k < st->members; k++)
+			if (st->member[k].name && !strcmp(st->member[k].name, spec))
+				json_object_object_add(o, "taken_by", json_object_new_string(id.name));
+	}
+	free(st);
+	json_object_object_add(o, "global_spares", pool);
+	return ok(o);
+}
+
+/* "device": the global spare to take out of the pool (closed). */
+static json_object *op_global_spare_remove(tc_host *h, json_object *req)
+{
+	json_object *err = NULL;
+	const char *spec = req_string(req, "device", &err);
+	if (!spec)
+		return err;
+	int r = tc_host_remove_global_spare(h, spec);
+	if (r)
+		return ctl_error(-r, NULL);   /* the library's message names the device */
+	json_object *o = json_object_new_object();
+	json_object_object_add(o, "removed", json_object_new_string(spec));
+	json_object_object_add(o, "global_spares", global_spares_json(h));
+	return ok(o);
+}
+
 /* "member": a spare or a faulty or retired member, by its device name, or a slot
  * number (the device in that slot).  "removed": the device's name. */
 static json_object *op_array_remove(tc_host *h, json_object *req)
@@ -1279,6 +1347,10 @@ json_object *ctl_execute(tc_host *h, json_object *req, tc_progress_fn fn, void *
 		resp = op_array_add_spare(h, req);
 	else if (!strcmp(op, "array_remove"))
 		resp = op_array_remove(h, req);
+	else if (!strcmp(op, "global_spare_add"))
+		resp = op_global_spare_add(h, req);
+	else if (!strcmp(op, "global_spare_remove"))
+		resp = op_global_spare_remove(h, req);
 	else if (!strcmp(op, "array_replace"))
 		resp = op_array_replace(h, req);
 	else if (!strcmp(op, "array_check"))

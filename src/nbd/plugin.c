@@ -46,6 +46,8 @@
 /* Plugin state: nbdkit loads one plugin per process, so these are the process's. */
 static char **specs;
 static unsigned nspecs;
+static char **spare_specs;       /* spare=: global hot spares, added after the assembly */
+static unsigned nspare_specs;
 static char *control_path;
 static char *nbd_socket;       /* removed at cleanup (nbdkit leaves it behind) */
 static uint64_t crash_seed = 1;
@@ -94,20 +96,27 @@ static void tiercache_unload(void)
 	for (unsigned i = 0; i < nspecs; i++)
 		free(specs[i]);
 	free(specs);
+	for (unsigned i = 0; i < nspare_specs; i++)
+		free(spare_specs[i]);
+	free(spare_specs);
 	free(control_path);
 	free(nbd_socket);
 }
 
 static int tiercache_config(const char *key, const char *value)
 {
-	if (!strcmp(key, "dev")) {
-		char **n = realloc(specs, sizeof(*n) * (nspecs + 1));
-		if (!n || !(n[nspecs] = strdup(value))) {
+	if (!strcmp(key, "dev") || !strcmp(key, "spare")) {
+		bool sp = key[0] == 's';
+		char ***list = sp ? &spare_specs : &specs;
+		unsigned *cnt = sp ? &nspare_specs : &nspecs;
+		char **n = realloc(*list, sizeof(*n) * (*cnt + 1));
+		if (!n || !(n[*cnt] = strdup(value))) {
+			*list = n ? n : *list;
 			nbdkit_error("out of memory");
 			return -1;
 		}
-		specs = n;
-		nspecs++;
+		*list = n;
+		(*cnt)++;
 	} else if (!strcmp(key, "control")) {
 		free(control_path);
 		control_path = strdup(value);
@@ -150,8 +159,8 @@ static int tiercache_config(const char *key, const char *value)
 			return -1;
 		}
 	} else {
-		nbdkit_error("unknown parameter \"%s\" (expected dev=, control=, socket=, seed=, "
-			     "testing=, http=, http_interval=, warnings=)", key);
+		nbdkit_error("unknown parameter \"%s\" (expected dev=, spare=, control=, socket=, "
+			     "seed=, testing=, http=, http_interval=, warnings=)", key);
 		return -1;
 	}
 	return 0;
@@ -169,6 +178,7 @@ static int tiercache_config_complete(void)
 #define tiercache_config_help \
 	"dev=SPEC        (required, repeatable) a device: PATH, crash:PATH, emu:PROFILE:PATH,\n" \
 	"                nbd:URI\n" \
+	"spare=SPEC      (repeatable) a global hot spare for the arrays among the devices\n" \
 	"control=PATH    control socket for the tiercache command\n" \
 	"socket=PATH     the NBD unix socket (-U), removed at shutdown\n" \
 	"seed=N          seed of crash: devices\n" \
@@ -218,6 +228,15 @@ static int tiercache_after_fork(void)
 	if (r) {
 		nbdkit_error("assembling the volumes failed: %s", strerror(-r));
 		return start_failed();
+	}
+	for (unsigned i = 0; i < nspare_specs; i++) {
+		r = tc_host_add_global_spare(host, spare_specs[i], false);
+		if (r) {
+			nbdkit_error("global spare %s: %s", spare_specs[i], strerror(-r));
+			tc_host_close(host);
+			host = NULL;
+			return start_failed();
+		}
 	}
 	if (testing)
 		nbdkit_error("warning: started for testing: fault injection and power cuts "

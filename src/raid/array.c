@@ -320,6 +320,7 @@ int tc_array_status(tc_dev *dev, struct tc_array_status *st)
 	st->parity = a->level->parity;
 	st->size = a->dev.size;
 	st->member_size = a->member_size;
+	st->data_offset = a->data_offset;
 	st->stripe_writes_full = atomic_load(&a->wplan[WPLAN_FULL]);
 	st->stripe_writes_rcw = atomic_load(&a->wplan[WPLAN_RCW]);
 	st->stripe_writes_rmw = atomic_load(&a->wplan[WPLAN_RMW]);
