@@ -50,8 +50,9 @@
 "                                 the cache's dirty lines are under 40 %; it needs a\n" \
 "                                 backing with a stripe\n" \
 "    --flush-rate low|medium|high writeback rate: low 16 MiB/s after 1 s idle; medium\n" \
-"                                 64 MiB/s after 100 ms idle, 16 MiB/s under load; high\n" \
-"                                 unlimited\n"
+"                                 64 MiB/s after 100 ms idle, 16 MiB/s under load once\n" \
+"                                 10 % of the cache's lines are dirty (nothing below);\n" \
+"                                 high unlimited\n"
 
 static const char help_attach[] =
 "NAME\n"
