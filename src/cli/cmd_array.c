@@ -738,15 +738,25 @@ static const char *server_spec(const char *dev, char *abs, size_t len)
 
 /* Send @req (consumed) and print the array of the answer: JSON, or @what (NULL: the
  * answer's "removed" device) and a short status line. */
+/* Send @req (consumed) to the server: its result (the caller puts *@resp), or NULL
+ * after a message (nothing left to put). */
+static json_object *send_req(const char *control, json_object *req, json_object **resp)
+{
+	json_object *res = call(control, req, resp);
+	json_object_put(req);
+	if (!res) {
+		json_object_put(*resp);
+		*resp = NULL;
+	}
+	return res;
+}
+
 static int array_change(const char *control, json_object *req, bool json, const char *name,
 			const char *what)
 {
-	json_object *resp, *res = call(control, req, &resp);
-	json_object_put(req);
-	if (!res) {
-		json_object_put(resp);
+	json_object *resp, *res = send_req(control, req, &resp);
+	if (!res)
 		return TC_EXIT_FAIL;
-	}
 	if (json) {
 		print_json(res);
 	} else {
@@ -791,12 +801,9 @@ static int global_spare(int argc, char **argv, const char *control, bool json, b
 	json_object_object_add(req, "device", json_object_new_string(dev));
 	if (force)
 		json_object_object_add(req, "force", json_object_new_boolean(1));
-	json_object *res = call(control, req, &resp);
-	json_object_put(req);
-	if (!res) {
-		json_object_put(resp);
+	json_object *res = send_req(control, req, &resp);
+	if (!res)
 		return TC_EXIT_FAIL;
-	}
 	if (json) {
 		print_json(res);
 	} else {
