@@ -52,7 +52,7 @@ trap cleanup EXIT INT TERM
 setup() {
 	n=$1 t=$2 pol=$3
 	mkdir -p "$D/$n"
-	truncate -s 40G "$D/$n/hdd.img"
+	truncate -s "$((HDD_GIB))G" "$D/$n/hdd.img"
 	truncate -s 1G "$D/$n/ssd.img"
 	hdd=emu:hdd:$D/$n/hdd.img ssd=emu:sata-ssd:$D/$n/ssd.img
 	"$t" create backing "$hdd" --name v >/dev/null
@@ -69,6 +69,11 @@ setup() {
 	PIDS="$PIDS $(echo "$out" | sed -n 's/.*(pid \([0-9]*\)).*/\1/p')"
 }
 
+# A region of 3 GiB of its own for every run of a target (2 workloads x the depths x
+# the rounds), past the superblock: nothing a run reads or writes was touched before,
+# so no cache holds any of it.  The files stay sparse (holes punched after each run).
+NQD=$(echo $QDS | wc -w)
+HDD_GIB=$((1 + 3 * 2 * NQD * ROUNDS + 1))
 TARGETS=uncached
 setup uncached "$TC" none
 for p in $POLICIES; do
@@ -87,7 +92,7 @@ for round in $(seq "$ROUNDS"); do
 	for rw in write read; do
 		for qd in $QDS; do
 			for n in $TARGETS; do
-				off=$((1 + (step % 36)))
+				off=$((1 + step))
 				fio --name=s --ioengine=nbd \
 					--uri="nbd+unix:///v?socket=$D/$n/nbd.sock" --rw=$rw \
 					--bs=1M --iodepth="$qd" --runtime="$SECS" --time_based \

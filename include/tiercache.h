@@ -397,7 +397,9 @@ bool tc_write_policy_is_wb(unsigned wp);
 
 enum tc_flush_rate {
 	TC_FLUSH_LOW = 0,    /* 16 MiB/s, only after 1 s without client I/O on the volume */
-	TC_FLUSH_MEDIUM = 1, /* 64 MiB/s, after 100 ms without client I/O; 16 MiB/s under load */
+	TC_FLUSH_MEDIUM = 1, /* 64 MiB/s, after 100 ms without client I/O; under load 16 MiB/s
+	                      * once 10 % of the cache's lines are dirty or an allocation
+	                      * found nothing evictable, else nothing (docs/engine.md) */
 	TC_FLUSH_HIGH = 2,   /* unlimited, always */
 };
 

@@ -224,7 +224,10 @@ static int assemble_backing(tc_host *h, struct host_dev *b)
 
 /* Array members among @specs: the devices whose superblock is an array member's,
  * grouped by array uuid, each group replaced by one "array:M1,M2,..." spec where its
- * first member was (tc_dev_open_spec assembles it).  *@out is a new list of *@nout
+ * first member was (tc_dev_open_spec assembles it).  A member given alone whose array
+ * is also given as an "array:..." spec (its first member tells the uuid) joins that
+ * spec: a global spare an array took is named alone at the next start (serve --spare)
+ * while the array may be named by its old members.  *@out is a new list of *@nout
  * malloc'ed specs. */
 static int group_array_members(tc_ctx *ctx, const char *const *specs, unsigned nspecs,
 			       unsigned dev_flags, char ***out, unsigned *nout)
@@ -232,10 +235,11 @@ static int group_array_members(tc_ctx *ctx, const char *const *specs, unsigned n
 	char **list = calloc(nspecs ? nspecs : 1, sizeof(*list));
 	char (*uuid)[37] = calloc(nspecs ? nspecs : 1, sizeof(*uuid));
 	int *group = calloc(nspecs ? nspecs : 1, sizeof(*group));
+	bool *array_spec = calloc(nspecs ? nspecs : 1, sizeof(*array_spec));
 	unsigned n = 0;
 	int r = 0;
 
-	if (!list || !uuid || !group) {
+	if (!list || !uuid || !group || !array_spec) {
 		r = -ENOMEM;
 		goto out;
 	}
@@ -248,18 +252,54 @@ static int group_array_members(tc_ctx *ctx, const char *const *specs, unsigned n
 		/* tc_dev_probe's verdict, not the array superblock's alone: a device
 		 * formatted over a member later (a cache keeps a member's copy 1) is what
 		 * it was formatted as. */
-		if (p && strncmp(specs[i], "array:", 6) && host_spec_stat(specs[i], &st) == 0 &&
-		    tc_dev_open_spec(ctx, specs[i], (dev_flags & ~(TC_DEV_EXCLUSIVE |
+		/* An "array:" spec: the uuid its first member names. */
+		bool arr = !strncmp(specs[i], "array:", 6);
+		char first[4096];
+		snprintf(first, sizeof(first), "%s", arr ? specs[i] + 6 : specs[i]);
+		first[strcspn(first, ",")] = 0;
+		if (p && host_spec_stat(first, &st) == 0 &&
+		    tc_dev_open_spec(ctx, first, (dev_flags & ~(TC_DEV_EXCLUSIVE |
 				     TC_DEV_CREATE)) | TC_DEV_READONLY, 0, 0, &d) == 0) {
 			if (tc_dev_probe(ctx, d, p) == 0 && p->kind == TC_PROBE_ARRAY)
 				snprintf(uuid[i], sizeof(uuid[i]), "%s", p->uuid);
 			tc_dev_close(d);
 		}
 		free(p);
+		if (arr) {
+			array_spec[i] = true;
+			if (!uuid[i][0])
+				continue;
+		}
 	}
+	/* The member given alone of an array also given as a spec joins that spec. */
+	for (unsigned j = 0; j < nspecs; j++)
+		for (unsigned i = 0; !array_spec[j] && uuid[j][0] && i < nspecs; i++)
+			if (array_spec[i] && !strcmp(uuid[i], uuid[j])) {
+				group[j] = (int)i;   /* an index into @specs until placed */
+				break;
+			}
 	for (unsigned i = 0; i < nspecs && !r; i++) {
-		if (group[i] >= 0)
+		if (group[i] >= 0 && !array_spec[i])
+			continue;   /* placed with its group, or joins an "array:" spec */
+		if (array_spec[i]) {
+			size_t len = strlen(specs[i]) + 1;
+			for (unsigned j = 0; j < nspecs; j++)
+				if (!array_spec[j] && group[j] == (int)i)
+					len += strlen(specs[j]) + 1;
+			char *a = malloc(len);
+			if (!a) {
+				r = -ENOMEM;
+				break;
+			}
+			strcpy(a, specs[i]);
+			for (unsigned j = 0; j < nspecs; j++)
+				if (!array_spec[j] && group[j] == (int)i) {
+					strcat(a, ",");
+					strcat(a, specs[j]);
+				}
+			list[n++] = a;
 			continue;
+		}
 		if (!uuid[i][0]) {
 			if (!(list[n++] = strdup(specs[i])))
 				r = -ENOMEM;
@@ -294,6 +334,7 @@ out:
 	}
 	free(uuid);
 	free(group);
+	free(array_spec);
 	*out = list;
 	*nout = n;
 	return r;

@@ -22,7 +22,8 @@
  *
  * Locking: spare_lock protects the pool, the thread's flags and the warned list; it is
  * never held across device I/O or an array call.  spare_place lets one placement
- * pass run at a time.
+ * pass run at a time, inside host->mgmt (the host's management operations): order
+ * mgmt, spare_place, spare_lock.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -70,8 +71,11 @@ static void array_event(void *opaque, tc_dev *dev, enum tc_dev_event ev)
 	pthread_mutex_unlock(&h->spare_lock);
 }
 
-/* Under spare_lock: whether @a was told already that no spare of the pool fits it
- * (so the once-a-second pass does not repeat it); @set records it, @clear forgets. */
+/* Under spare_lock: whether the pool has given up on @a for now (no spare fits it,
+ * it has no room for one, or a spare failed to join it): it is told once, and offered
+ * no spare until it no longer needs one or a spare is added to the pool (which clears
+ * the list), so that one array cannot drain the pool a spare a second.  @set records
+ * it, @clear forgets. */
 static bool warned(tc_host *h, tc_dev *a, bool set, bool clear)
 {
 	for (unsigned i = 0; i < h->nwarned; i++)
@@ -86,7 +90,8 @@ static bool warned(tc_host *h, tc_dev *a, bool set, bool clear)
 }
 
 /* The faulty slot of @st a spare would take, or -1 (none, or the array cannot take
- * a spare now: failed, RAID 0, a spare of its own already). */
+ * a spare now: failed, RAID 0, a spare of its own already).  Room for the spare among
+ * the array's extra devices is the caller's to check. */
 static int needs_spare(const struct tc_array_status *st)
 {
 	if (st->failed || st->level == TC_RAID0 || st->spares)
@@ -98,13 +103,23 @@ static int needs_spare(const struct tc_array_status *st)
 }
 
 /* One pass: every array of @h that needs a spare takes the first of the pool that
- * fits.  Called by the spare thread (and tc_host_add_global_spare), no lock held. */
-static void place_spares(tc_host *h)
+ * fits.  Called by the spare thread (@wait false: a pass that would wait for a
+ * management operation of the host is skipped, and the next second's pass runs
+ * instead) and by tc_host_add_global_spare (@wait true); no lock held.  Returns false
+ * when skipped.  Under host->mgmt: a live attach that fails closes the array it
+ * opened (host_dev_forget), which must not happen while this pass uses it. */
+static bool place_spares(tc_host *h, bool wait)
 {
 	struct tc_array_status *st = malloc(sizeof(*st));
 	tc_dev *a;
 	if (!st)
-		return;
+		return false;
+	if (wait) {
+		pthread_mutex_lock(&h->mgmt);
+	} else if (pthread_mutex_trylock(&h->mgmt)) {
+		free(st);
+		return false;
+	}
 	/* One pass at a time: two at once could give one array two spares. */
 	pthread_mutex_lock(&h->spare_place);
 	for (unsigned i = 0; (a = tc_host_array_at(h, i, NULL)); i++) {
@@ -112,15 +127,24 @@ static void place_spares(tc_host *h)
 		if (tc_array_status(a, st))
 			continue;
 		int slot = needs_spare(st);
+		struct tc_dev_info ai;
+		tc_dev_info(a, &ai);
 		pthread_mutex_lock(&h->spare_lock);
-		if (slot < 0 || !h->ngspares) {
+		if (slot < 0 || !h->ngspares || warned(h, a, false, false)) {
 			if (slot < 0)
 				warned(h, a, false, true);
 			pthread_mutex_unlock(&h->spare_lock);
 			continue;
 		}
-		struct tc_dev_info ai;
-		tc_dev_info(a, &ai);
+		if (st->nextra >= TC_ARRAY_MAX_EXTRA) {
+			warned(h, a, true, false);
+			pthread_mutex_unlock(&h->spare_lock);
+			tc_warn(h->ctx, "array %s: member %d faulty, but %u retired members and "
+				"spares wait for removal (at most %u): remove one for a global "
+				"spare to take over", ai.name, slot, st->nextra,
+				TC_ARRAY_MAX_EXTRA);
+			continue;
+		}
 		int pick = -1;
 		for (unsigned j = 0; j < h->ngspares && pick < 0; j++) {
 			struct tc_dev_info si;
@@ -131,14 +155,14 @@ static void place_spares(tc_host *h)
 		}
 		if (pick < 0) {
 			char need[32];
-			if (!warned(h, a, true, false))
-				tc_warn(h->ctx, "array %s: member %d faulty, and no global spare "
-					"fits (%u in the pool; it needs %s of %" PRIu32 "-byte "
-					"blocks)", ai.name, slot, h->ngspares,
-					tc_size_format(st->member_size + st->data_offset, need,
-						       sizeof(need)),
-					ai.logical_block_size);
+			unsigned n = h->ngspares;
+			warned(h, a, true, false);
 			pthread_mutex_unlock(&h->spare_lock);
+			tc_warn(h->ctx, "array %s: member %d faulty, and no global spare fits "
+				"(%u in the pool; it needs %s of %" PRIu32 "-byte blocks)",
+				ai.name, slot, n,
+				tc_size_format(st->member_size + st->data_offset, need,
+					       sizeof(need)), ai.logical_block_size);
 			continue;
 		}
 		struct host_spare sp = h->gspares[pick];
@@ -151,13 +175,20 @@ static void place_spares(tc_host *h)
 			"(%s)", ai.name, sp.spec, slot, mname);
 		/* Takes the device, also on failure (then closed). */
 		int r = tc_array_add_spare(a, sp.dev);
-		if (r)
+		if (r) {
+			pthread_mutex_lock(&h->spare_lock);
+			warned(h, a, true, false);
+			pthread_mutex_unlock(&h->spare_lock);
 			tc_err(h->ctx, "array %s: global spare %s could not join: %s; it left "
-			       "the pool", ai.name, sp.spec, strerror(-r));
+			       "the pool, and no other is offered to the array until a spare "
+			       "is added", ai.name, sp.spec, strerror(-r));
+		}
 		free(sp.spec);
 	}
 	pthread_mutex_unlock(&h->spare_place);
+	pthread_mutex_unlock(&h->mgmt);
 	free(st);
+	return true;
 }
 
 static void *spare_main(void *arg)
@@ -167,7 +198,7 @@ static void *spare_main(void *arg)
 	while (!h->spare_stop) {
 		h->spare_kick = false;
 		pthread_mutex_unlock(&h->spare_lock);
-		place_spares(h);
+		place_spares(h, false);
 		pthread_mutex_lock(&h->spare_lock);
 		if (h->spare_kick || h->spare_stop)
 			continue;
@@ -250,7 +281,7 @@ int tc_host_add_global_spare(tc_host *h, const char *spec, bool force)
 	pthread_mutex_unlock(&h->spare_lock);
 	tc_info(h->ctx, "global spare %s added", spec);
 	/* An array degraded now takes it before this returns. */
-	place_spares(h);
+	place_spares(h, true);
 	return 0;
 }
 

@@ -34,7 +34,9 @@
  * Rate (flush_rate setting), as a token bucket refilled by elapsed time (one second
  * of burst at most):
  *   low     16 MiB/s, only after the volume saw no client I/O for 1 s
- *   medium  64 MiB/s after 100 ms without client I/O, 16 MiB/s under load
+ *   medium  64 MiB/s after 100 ms without client I/O; under load 16 MiB/s while the
+ *           cache's dirty lines are at least TC_CLEAN_BUSY_TARGET_PCT of its lines or
+ *           an allocation found nothing evictable, else nothing
  *   high    unlimited, always
  * and regardless of the rate: unlimited while the volume drains (flush, detach, leaving
  * write-back) and while the cache's dirty lines are above the high watermark, until
@@ -131,7 +133,9 @@ static uint64_t client_idle_ns(struct tc_volume *v, uint64_t now)
  * from their work and one back (a sequential write stream in wb lost 4 % of its rate,
  * and its p99 latency doubled, to the cleaner writing back the stream's own first
  * 3 MiB).  It waits for the clients' next 100 ms pause instead; above the target, a
- * steady writer that never pauses is cleaned at the busy rate as before.
+ * steady writer that never pauses is cleaned at the busy rate as before, and so is a
+ * cache where an allocation found nothing evictable (alloc_starved), which with
+ * pinned ranges or other volumes' reserves can happen below the target.
  */
 #define TC_CLEAN_BUSY_TARGET_PCT 10u
 
@@ -151,8 +155,12 @@ static uint64_t clean_rate(struct tc_cache *c, struct tc_volume *v, uint64_t now
 	case TC_FLUSH_MEDIUM:
 		if (idle >= 100000000ull)
 			return 64 * MIB;
+		/* Starved allocations (nothing evictable: pinned ranges or other volumes'
+		 * reserves can hold the rest of the cache with few lines dirty) are served
+		 * at the busy rate whatever the target says. */
 		return atomic_load(&c->dirty_lines) * 100 >=
-		       (uint64_t)TC_CLEAN_BUSY_TARGET_PCT * c->nslots ? 16 * MIB : 0;
+		       (uint64_t)TC_CLEAN_BUSY_TARGET_PCT * c->nslots ||
+		       atomic_load(&c->alloc_starved) ? 16 * MIB : 0;
 	default:
 		return UINT64_MAX;
 	}

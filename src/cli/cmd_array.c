@@ -736,8 +736,6 @@ static const char *server_spec(const char *dev, char *abs, size_t len)
 	return cli_abs_spec_named(dev, abs, len) == 0 ? abs : dev;
 }
 
-/* Send @req (consumed) and print the array of the answer: JSON, or @what (NULL: the
- * answer's "removed" device) and a short status line. */
 /* Send @req (consumed) to the server: its result (the caller puts *@resp), or NULL
  * after a message (nothing left to put). */
 static json_object *send_req(const char *control, json_object *req, json_object **resp)
@@ -751,6 +749,8 @@ static json_object *send_req(const char *control, json_object *req, json_object 
 	return res;
 }
 
+/* Send @req (consumed) and print the array of the answer: JSON, or @what (NULL: the
+ * answer's "removed" device) and a short status line. */
 static int array_change(const char *control, json_object *req, bool json, const char *name,
 			const char *what)
 {
@@ -810,7 +810,9 @@ static int global_spare(int argc, char **argv, const char *control, bool json, b
 		json_object *gs = NULL;
 		json_object_object_get_ex(res, "global_spares", &gs);
 		size_t n = gs ? json_object_array_length(gs) : 0;
-		const char *by = cli_jstr(res, "taken_by");
+		json_object *jby = NULL;
+		json_object_object_get_ex(res, "taken_by", &jby);
+		const char *by = jby ? json_object_get_string(jby) : "";
 		if (!add)
 			printf("global spare %s removed; %zu left in the pool\n", dev, n);
 		else if (*by)

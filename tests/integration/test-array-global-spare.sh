@@ -6,12 +6,14 @@
 # member of the RAID 1 failed next: no spare fits, the array stays degraded and says
 # why, until `array add-spare --global` brings one, which it takes at once; `array
 # remove --global`; each bad input refused with its message and nothing changed; a
-# restart with the same command line serves the spare an array took as its member.
+# restart with the spares given again serves the spare an array took as its member
+# (also when the array is named by its old members, array:...); a spare added while no
+# array needs one waits in the pool.
 . "$(dirname "$0")/lib.sh"
 need fio
 cd "$T"
 
-for f in a0 a1 a2 b0 b1 s0 s1; do
+for f in a0 a1 a2 b0 b1 s0 s1 s2; do
 	truncate -s 64M "$f"
 done
 truncate -s 16M small
@@ -114,8 +116,10 @@ grep -q "^global spare $T/small removed; 0 left in the pool$" rm.txt || fail "re
 ctl array status | grep -q "^global spares: none$" || fail "text status: $(ctl array status)"
 stop_server
 
-log "restart with the same command line: s0 and s1 are members now"
-serve --spare small --spare s0 --spare s1 a0 a1 a2 b0 b1
+log "restart with the spares given again: s0 and s1 are members now"
+# r5 named by its old members (as a configuration's `device = array:...` line would):
+# s0, given as a spare, joins that spec.
+serve --spare small --spare s0 --spare s1 array:a0,a1,a2 b0 b1
 [ "$(ctl array status --json r5 | json_get - arrays 0 members slot=1 device)" = "$T/s0" ] ||
 	fail "r5 without s0 after the restart: $(ctl array status r5)"
 [ "$(ctl array status --json r1 | json_get - arrays 0 members slot=1 device)" = "$T/s1" ] ||
@@ -124,5 +128,12 @@ serve --spare small --spare s0 --spare s1 a0 a1 a2 b0 b1
 	fail "pool after the restart: $(pool)"
 # shellcheck disable=SC2086
 fio_nbd v5 v2 $W $COMMON --verify_only
+
+log "add-spare --global with no array degraded: it waits in the pool"
+ctl array add-spare --global s2 >add2.txt
+grep -q "^global spare $T/s2 added; 2 in the pool (not kept across a restart" add2.txt ||
+	fail "add-spare --global: $(cat add2.txt)"
+[ "$(ctl array status --json | json_get - global_spares 1 device)" = "$T/s2" ] ||
+	fail "s2 not in the pool: $(pool)"
 stop_server
 log "ok"
