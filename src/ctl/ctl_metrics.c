@@ -395,6 +395,21 @@ static const struct field array_fields[] = {
 	{ AS(rebuild.depth), "rebuild_depth", "Rebuild windows in flight.", "rebuild.depth", false },
 };
 
+/* The host's global hot spares: how many, and each one's size. */
+static void write_spares(FILE *f, const struct ctl_snap *s)
+{
+	family(f, "tiercache_global_spares", "gauge",
+	       "Global hot spares in the server's pool, waiting for an array to need one "
+	       "(status --json: global_spares (length)).");
+	sample_u64(f, "tiercache_global_spares", NULL, s->nspare);
+	family(f, "tiercache_global_spare_size_bytes", "gauge",
+	       "A global hot spare's size (status --json: global_spares[].size).");
+	for (unsigned i = 0; i < s->nspare; i++) {
+		const char *l[] = { "device", s->spare[i].spec, NULL };
+		sample_u64(f, "tiercache_global_spare_size_bytes", l, s->spare[i].size);
+	}
+}
+
 static void write_arrays(FILE *f, const struct ctl_snap *s)
 {
 	char name[128], help[256];
@@ -507,6 +522,7 @@ int ctl_metrics_write(tc_host *host, FILE *out)
 	write_latency(out, &s);
 	write_caches(out, &s);
 	write_arrays(out, &s);
+	write_spares(out, &s);
 	ctl_snap_free(&s);
 	return ferror(out) ? -ENOMEM : 0;
 }

@@ -501,6 +501,7 @@ static json_object *op_status(tc_host *h)
 	json_object_object_add(r, "volumes", vols);
 	json_object_object_add(r, "caches", caches);
 	json_object_object_add(r, "arrays", arrays_json(h, NULL));
+	json_object_object_add(r, "global_spares", global_spares_json(h));
 	json_object_object_add(r, "fault_injection",
 			       json_object_new_boolean(tc_host_fault_injection(h)));
 	json_object_object_add(r, "devices", devs);

@@ -308,6 +308,23 @@ static void write_cache_table(FILE *f, const struct ctl_snap *s)
 	fputs("</table>\n", f);
 }
 
+/* The global hot spares, one line: each device and its size, or none. */
+static void write_spares(FILE *f, const struct ctl_snap *s)
+{
+	fputs("<p id=\"global-spares\">Global hot spares (any array takes one when a member "
+	      "fails): ", f);
+	if (!s->nspare)
+		fputs("none", f);
+	for (unsigned i = 0; i < s->nspare; i++) {
+		fputs(i ? ", <code>" : "<code>", f);
+		html(f, s->spare[i].spec);
+		fputs("</code> (", f);
+		bytes(f, s->spare[i].size);
+		fputs(")", f);
+	}
+	fputs(".</p>\n", f);
+}
+
 static void write_array_table(FILE *f, const struct ctl_snap *s)
 {
 	fputs("<h2>Arrays</h2>\n<table id=\"arrays\"><tr><th>array</th><th>level</th>"
@@ -529,6 +546,7 @@ int ctl_page_write(tc_host *host, struct ctl_history *hist, unsigned refresh_s, 
 	write_volume_table(f, &s);
 	write_cache_table(f, &s);
 	write_array_table(f, &s);
+	write_spares(f, &s);
 	if (hist)
 		write_plots(f, hist, &s);
 	fputs("</body></html>\n", f);

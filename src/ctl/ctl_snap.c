@@ -16,9 +16,12 @@ void ctl_snap_free(struct ctl_snap *s)
 			free(s->vol[i].lat[c]);
 	for (unsigned i = 0; s->array && i < s->narray; i++)
 		free(s->array[i].st);
+	for (unsigned i = 0; s->spare && i < s->nspare; i++)
+		free(s->spare[i].spec);
 	free(s->vol);
 	free(s->cache);
 	free(s->array);
+	free(s->spare);
 }
 
 const char *ctl_export_state_name(enum tc_export_state s)
@@ -96,6 +99,20 @@ int ctl_snap_take(tc_host *h, struct ctl_snap *s)
 			 tc_array_identity(a, &id) == 0 ? id.name : di.name);
 		as->spec = spec;
 		s->narray++;
+	}
+	/* The global spares: as many as there are when each is read (the pool may change
+	 * meanwhile). */
+	char sp[4096];
+	uint64_t size;
+	for (unsigned i = 0; tc_host_global_spare_at(h, i, sp, sizeof(sp), &size) == 0; i++) {
+		struct ctl_spare_snap *n = realloc(s->spare, (i + 1) * sizeof(*n));
+		if (!n)
+			goto nomem;
+		s->spare = n;
+		if (!(n[i].spec = strdup(sp)))
+			goto nomem;
+		n[i].size = size;
+		s->nspare = i + 1;
 	}
 	free(recs);
 	return 0;

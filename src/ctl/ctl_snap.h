@@ -35,6 +35,12 @@ struct ctl_array_snap {
 	struct tc_array_status *st;
 };
 
+/* A global hot spare of the host (tc_host_global_spare_at). */
+struct ctl_spare_snap {
+	char *spec;                      /* malloc'ed */
+	uint64_t size;                   /* bytes */
+};
+
 struct ctl_snap {
 	struct ctl_vol_snap *vol;        /* the exports, then the volumes of the caches
 	                                  * whose backing is absent ("no-backing") */
@@ -43,6 +49,8 @@ struct ctl_snap {
 	unsigned ncache;
 	struct ctl_array_snap *array;
 	unsigned narray;
+	struct ctl_spare_snap *spare;
+	unsigned nspare;
 };
 
 /* ctl_snap_take - fill @s from @host.  Returns 0, or -ENOMEM (@s then empty).  Any

@@ -23,6 +23,7 @@ done
 
 if tc serve --help | grep -q -- '--http'; then :; else fail "serve --help does not name --http"; fi
 truncate -s 64M m0 m1
+truncate -s 16M gs   # a global spare too small for the mirror: it stays in the pool
 tc create array mirror --level 1 m0 m1 >/dev/null
 tc create backing array:m0,m1 --name mir >/dev/null
 
@@ -44,7 +45,7 @@ expect_fail 2 '--http-interval needs --http' \
 
 # A free port: bound and closed again by the kernel's choice.
 PORT=$("$PY" -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
-serve_two_volumes --http "$PORT" --http-interval 1 array:m0,m1
+serve_two_volumes --http "$PORT" --http-interval 1 --spare gs array:m0,m1
 URL=http://127.0.0.1:$PORT
 
 log "the default address is 127.0.0.1 only"
@@ -190,6 +191,12 @@ for m in arr["members"]:
     if value(fams["tiercache_array_member_state"], array="mirror", slot=str(m["slot"]),
              state=m["state"]) != 1:
         bad.append("member %s: state %s not 1" % (m["slot"], m["state"]))
+gs = st["global_spares"]
+if len(gs) != 1 or value(fams["tiercache_global_spares"]) != 1:
+    bad.append("global spares: %s in status, %s in the metrics" %
+               (gs, value(fams["tiercache_global_spares"])))
+elif value(fams["tiercache_global_spare_size_bytes"], device=gs[0]["device"]) != gs[0]["size"]:
+    bad.append("global spare %s: size" % gs[0]["device"])
 for f in fams.values():
     if f.type == "counter" and not f.name.startswith("tiercache_"):
         bad.append("family %s outside tiercache_" % f.name)
@@ -210,6 +217,12 @@ get /status.json
 tail -n +2 get.out | json_get - arrays 0 state | grep -qx degraded || fail "/status.json: array not degraded"
 tail -n +2 get.out | json_get - volumes name=db2 settings write_policy | grep -qx wb ||
 	fail "/status.json: db2 not write-back"
+# The spare too small for the mirror stays in the pool, on the page too.
+tail -n +2 get.out | json_get - global_spares 0 device | grep -qx "$T/gs" ||
+	fail "/status.json: global spare gs not in the pool"
+get /
+grep -q "<p id=\"global-spares\">.*<code>$T/gs</code> (16.0 MiB)" get.out ||
+	fail "the page does not list the global spare: $(grep -o '<p id="global-spares">.*' get.out)"
 
 log "the page in headless chromium"
 BROWSER=
