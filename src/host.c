@@ -597,7 +597,7 @@ tc_ctx *tc_host_ctx(tc_host *h)
 }
 
 /* Whether @name (a device of an array) is @spec or the file behind it (@st, @have). */
-static bool same_device(const char *name, const char *spec, bool have, const struct stat *st)
+bool host_same_device(const char *name, const char *spec, bool have, const struct stat *st)
 {
 	struct stat ns;
 	return !strcmp(name, spec) ||
@@ -615,10 +615,10 @@ static tc_dev *host_array_holding(tc_host *h, const char *spec, bool have,
 		if (tc_array_status(a, as))
 			continue;
 		for (unsigned k = 0; k < as->members && !found; k++)
-			if (as->member[k].name && same_device(as->member[k].name, spec, have, st))
+			if (as->member[k].name && host_same_device(as->member[k].name, spec, have, st))
 				found = a;
 		for (unsigned k = 0; k < as->nextra && !found; k++)
-			if (as->extra[k].name && same_device(as->extra[k].name, spec, have, st))
+			if (as->extra[k].name && host_same_device(as->extra[k].name, spec, have, st))
 				found = a;
 	}
 	free(as);

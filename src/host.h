@@ -76,6 +76,10 @@ void *host_grow(void *arr, unsigned *cap, unsigned need, size_t elem);
  * (ENODEV: a spec with no local file, e.g. nbd: or rbd:). */
 int host_spec_stat(const char *spec, struct stat *st);
 
+/* host_same_device - whether the device named @name is @spec, or has the file behind
+ * @spec behind it (@st, when @have: host_spec_stat() of @spec succeeded). */
+bool host_same_device(const char *name, const char *spec, bool have, const struct stat *st);
+
 /* The global spares (host_spare.c): host_spare_init right after the host is
  * allocated, host_spare_fini first thing at its close (stops the spare thread,
  * closes the pool's devices); host_spare_holds - whether @spec (or the file behind

@@ -40,13 +40,9 @@ static int pool_find(tc_host *h, const char *spec)
 {
 	struct stat st;
 	bool have = host_spec_stat(spec, &st) == 0;
-	for (unsigned i = 0; i < h->ngspares; i++) {
-		struct stat ps;
-		if (!strcmp(h->gspares[i].spec, spec) ||
-		    (have && host_spec_stat(h->gspares[i].spec, &ps) == 0 &&
-		     ps.st_dev == st.st_dev && ps.st_ino == st.st_ino))
+	for (unsigned i = 0; i < h->ngspares; i++)
+		if (host_same_device(h->gspares[i].spec, spec, have, &st))
 			return (int)i;
-	}
 	return -1;
 }
 
