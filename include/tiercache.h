@@ -928,6 +928,15 @@ tc_dev *tc_host_array_at(tc_host *host, unsigned i, const char **spec);
 int tc_host_open_spare(tc_host *host, const char *spec, bool force, tc_dev **out);
 
 /*
+ * tc_host_re_add - open @spec as the host opens its own devices and put it back in
+ * its slot of @array, one of the host's arrays (tc_array_re_add: a member that
+ * became faulty or was missing resyncs only the regions written since).  Refused: a
+ * device of the host, a global spare, a device of another of its arrays (-EEXIST).
+ * Returns 0, the errors of tc_dev_open_spec() or of tc_array_re_add().
+ */
+int tc_host_re_add(tc_host *host, tc_dev *array, const char *spec);
+
+/*
  * Global hot spares (docs/raid.md): devices of @host that any of its arrays takes when
  * a member becomes faulty and the array has no spare of its own (the controllers'
  * global hot spares; mdadm's spare-group).  A thread of the host moves the first
@@ -1469,6 +1478,27 @@ int tc_array_status(tc_dev *array, struct tc_array_status *st);
  * members already.
  */
 int tc_array_add_spare(tc_dev *array, tc_dev *spare);
+
+/*
+ * tc_array_re_add - put @dev, a member of @array that became faulty or was missing
+ * (a cable, a controller, a disk that came back), back in its slot, resyncing only
+ * what it missed: mdadm --re-add with a write-intent bitmap.  While an array is
+ * degraded its write-intent map keeps every region written since (the bits are not
+ * cleared until every slot is active again, as md's bitmap does), so the rebuild
+ * copies those regions to @dev and skips the rest, which @dev still holds.  @dev is
+ * known by its member superblock: the array's uuid, its slot, and the member uuid the
+ * slot table still records for that slot.  The slot becomes REBUILDING (recorded so:
+ * a restart resumes the same partial resync) and ACTIVE when the pass ends.  Takes
+ * ownership of @dev (closed on error); the slot's faulty device (the member's earlier
+ * handle, or the placeholder of a member missing since the assembly) is closed.
+ * Errors (the reason logged, naming @dev): -EINVAL not an array, RAID 0, no
+ * write-intent map (consistency policy ppl) or no superblocks, @dev too small or of
+ * another block size, @dev no member of this array (no superblock, another array, a
+ * hot spare, a slot another member has taken since: add it as a spare instead);
+ * -EBUSY its slot is not faulty (active, being rebuilt), or still has requests in
+ * flight (retry); a read error of its superblock.  Nothing changes on error.
+ */
+int tc_array_re_add(tc_dev *array, tc_dev *dev);
 
 /*
  * tc_array_remove - take the device named @name (as in tc_array_status; or a slot

@@ -670,6 +670,37 @@ int tc_host_open_spare(tc_host *h, const char *spec, bool force, tc_dev **out)
 	return 0;
 }
 
+int tc_host_re_add(tc_host *h, tc_dev *array, const char *spec)
+{
+	struct stat st;
+	bool have = host_spec_stat(spec, &st) == 0;
+	pthread_mutex_lock(&h->lock);
+	struct host_dev *hd = host_dev_match(h, spec, have, &st);
+	pthread_mutex_unlock(&h->lock);
+	if (hd) {
+		tc_err(h->ctx, "device %s: already a device of this server (%s)", spec, hd->spec);
+		return -EEXIST;
+	}
+	if (host_spare_holds(h, spec)) {
+		tc_err(h->ctx, "device %s: a global spare of this server, not a member", spec);
+		return -EEXIST;
+	}
+	/* The member may still be listed by its array (its faulty slot, or retired):
+	 * tc_array_re_add() tells by its superblock and the slot's state. */
+	tc_dev *a = host_array_holding(h, spec, have, &st);
+	if (a && a != array) {
+		struct tc_array_identity id;
+		tc_err(h->ctx, "device %s: in array \"%s\" of this server", spec,
+		       tc_array_identity(a, &id) ? "?" : id.name);
+		return -EEXIST;
+	}
+	tc_dev *d;
+	int r = tc_dev_open_spec(h->ctx, spec, h->opts.dev_flags, 0, h->opts.crash_seed, &d);
+	if (r)
+		return r;
+	return tc_array_re_add(array, d);
+}
+
 /* ---- live attach and detach ------------------------------------------------------- */
 
 /* Close a device a failed live attach opened, and take it out of the table (no export

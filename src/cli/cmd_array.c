@@ -366,6 +366,7 @@ static const char help[] =
 "    tiercache array fail NAME MEMBER [--force] [--control PATH] [--json]\n"
 "    tiercache array add-spare NAME DEVICE [--force] [--control PATH] [--json]\n"
 "    tiercache array add-spare --global DEVICE [--force] [--control PATH] [--json]\n"
+"    tiercache array re-add NAME DEVICE [--control PATH] [--json]\n"
 "    tiercache array remove NAME MEMBER [--control PATH] [--json]\n"
 "    tiercache array remove --global DEVICE [--control PATH] [--json]\n"
 "    tiercache array replace NAME SLOT DEVICE [--force] [--control PATH] [--json]\n"
@@ -444,6 +445,20 @@ static const char help[] =
 "    configuration) as well.  `array remove --global DEVICE` takes it out of the\n"
 "    pool.  `array status` lists the global spares after the arrays.\n"
 "\n"
+"    `array re-add NAME DEVICE` puts DEVICE, a member of the array NAME that became\n"
+"    faulty or was missing at the assembly (a cable, a controller, a disk that came\n"
+"    back), back in its slot, and resyncs only what it missed (mdadm --re-add with a\n"
+"    write-intent bitmap): while an array is degraded its write-intent map keeps\n"
+"    every region written since (the bits are cleared only once every slot is\n"
+"    active again), and the rebuild copies those regions and skips the rest.\n"
+"    DEVICE is known by its superblock: this array's uuid, its slot, and the member\n"
+"    the slot table still records there.  `array status` shows the resync as a\n"
+"    rebuild; a restart resumes it as it was.  Refused, and the device left as it\n"
+"    was: an array without a write-intent map (consistency policy ppl, RAID 0), a\n"
+"    device that was a spare, of another array, or whose slot another member (a\n"
+"    spare) has taken since, a slot that is not faulty.  Those need `array\n"
+"    add-spare --force` and a whole rebuild.\n"
+"\n"
 "    `array remove NAME MEMBER` takes a spare, a faulty member, or a member retired\n"
 "    by a spare or a replace out of the array and closes it (MEMBER: its device as\n"
 "    `array status` names it, or a slot number for the device in that slot).  A\n"
@@ -507,6 +522,7 @@ static const char help[] =
 "    tiercache array fail data /srv/d2.img\n"
 "    tiercache array add-spare data /srv/d4.img\n"
 "    tiercache array add-spare --global /srv/d9.img\n"
+"    tiercache array re-add data /srv/d2.img\n"
 "    tiercache array remove data /srv/d2.img\n"
 "    tiercache array replace data 1 /srv/d5.img\n"
 "    tiercache array check data\n"
@@ -842,6 +858,19 @@ static int array_add_spare(int argc, char **argv, const char *control, bool json
 	return array_change(control, req, json, name, what);
 }
 
+static int array_re_add(int argc, char **argv, const char *control, bool json)
+{
+	if (argc - optind != 2)
+		return cli_usage("array re-add: expected NAME DEVICE");
+	const char *name = argv[optind];
+	char abs[PATH_MAX], what[PATH_MAX + 64];
+	const char *dev = server_spec(argv[optind + 1], abs, sizeof(abs));
+	json_object *req = array_req("array_re_add", name);
+	json_object_object_add(req, "device", json_object_new_string(dev));
+	snprintf(what, sizeof(what), "%s back in its slot: resyncing what it missed", dev);
+	return array_change(control, req, json, name, what);
+}
+
 static int array_remove(int argc, char **argv, const char *control, bool json)
 {
 	if (argc - optind != 2)
@@ -966,21 +995,21 @@ int cmd_array(int argc, char **argv)
 	const char *min = NULL, *max = NULL, *prio = NULL;
 	bool json = false, force = false, repair = false, global = false;
 	int c;
-	static const char *const subs[] = { "status", "assemble", "fail", "add-spare", "remove",
-					     "replace", "check", "rebuild-rate" };
+	static const char *const subs[] = { "status", "assemble", "fail", "add-spare", "re-add",
+					     "remove", "replace", "check", "rebuild-rate" };
 
 	if (argc >= 2 && (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h")))
 		return cli_help(help);
 	if (argc < 2)
-		return cli_usage("expected `array status|assemble|fail|add-spare|remove|replace|"
-				 "check|rebuild-rate ...`");
+		return cli_usage("expected `array status|assemble|fail|add-spare|re-add|remove|"
+				 "replace|check|rebuild-rate ...`");
 	const char *sub = argv[1];
 	bool known = false;
 	for (size_t i = 0; i < sizeof(subs) / sizeof(subs[0]); i++)
 		known |= !strcmp(sub, subs[i]);
 	if (!known)
 		return cli_usage("array: \"%s\": expected status, assemble, fail, add-spare, "
-				 "remove, replace, check or rebuild-rate", sub);
+				 "re-add, remove, replace, check or rebuild-rate", sub);
 	optind = 1;
 	while ((c = getopt_long(argc - 1, argv + 1, "h", array_options, NULL)) != -1) {
 		switch (c) {
@@ -1021,6 +1050,8 @@ int cmd_array(int argc, char **argv)
 				    !strcmp(sub, "add-spare"));
 	if (!strcmp(sub, "add-spare"))
 		return array_add_spare(argc - 1, argv + 1, control, json, force);
+	if (!strcmp(sub, "re-add"))
+		return array_re_add(argc - 1, argv + 1, control, json);
 	if (!strcmp(sub, "remove"))
 		return array_remove(argc - 1, argv + 1, control, json);
 	if (!strcmp(sub, "replace"))

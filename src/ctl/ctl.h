@@ -7,7 +7,7 @@
  * server answers with zero or more progress lines and one final line:
  *   request   {"op": "status" | "stats" | "set" | "flush" | "invalidate" | "detach" |
  *              "attach" | "array_status" | "array_fail" | "array_add_spare" |
- *              "array_remove" | "array_replace" | "array_check" |
+ *              "array_re_add" | "array_remove" | "array_replace" | "array_check" |
  *              "array_set_rebuild" | "fault" | "heal" | "power_cut", ...operands}
  *             flush and invalidate take "range": {"offset": BYTES, "length": BYTES}
  *             (invalidate requires it; flush without it drains the whole volume),
@@ -17,6 +17,8 @@
  * marks the member faulty (a drill) and answers the array's object.  Live changes,
  * each answering the array's object: array_add_spare {"array", "device": SPEC,
  * "force": bool} (the host opens SPEC: tc_host_open_spare; adds "added"),
+ * array_re_add {"array", "device": SPEC} (a faulty or missing member back in its
+ * slot: tc_host_re_add; adds "re_added"),
  * array_remove {"array", "member": DEVICE} (a spare, faulty or retired member; adds
  * "removed"), array_replace {"array", "slot": N, "device": SPEC, "force"} (adds
  * "replacing_slot"), array_check {"array", "repair": bool} (starts the pass),

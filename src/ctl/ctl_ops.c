@@ -1021,6 +1021,21 @@ static json_object *op_array_add_spare(tc_host *h, json_object *req)
 	return array_result(a, "added", json_object_new_string(spec));
 }
 
+/* "device": a member of the array that was faulty or missing, back in its slot
+ * (tc_array_re_add: only the regions written since it left are resynced). */
+static json_object *op_array_re_add(tc_host *h, json_object *req)
+{
+	json_object *err = NULL;
+	tc_dev *a = req_array(h, req, &err);
+	const char *spec = a ? req_string(req, "device", &err) : NULL;
+	if (!spec)
+		return err;
+	int r = tc_host_re_add(h, a, spec);
+	if (r)
+		return ctl_error(fail_errno(r), NULL);
+	return array_result(a, "re_added", json_object_new_string(spec));
+}
+
 /* "device": a new global spare; "force": reuse a device holding a superblock.  The
  * answer: "global_spares" (the pool after the call) and, when an array took the spare
  * at once, "taken_by" (that array's name). */
@@ -1346,6 +1361,8 @@ json_object *ctl_execute(tc_host *h, json_object *req, tc_progress_fn fn, void *
 		resp = op_array_fail(h, req);
 	else if (!strcmp(op, "array_add_spare"))
 		resp = op_array_add_spare(h, req);
+	else if (!strcmp(op, "array_re_add"))
+		resp = op_array_re_add(h, req);
 	else if (!strcmp(op, "array_remove"))
 		resp = op_array_remove(h, req);
 	else if (!strcmp(op, "global_spare_add"))

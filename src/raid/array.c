@@ -198,6 +198,7 @@ static bool member_fail(struct tc_array *a, unsigned i, const char *why, int err
 		}
 	}
 	atomic_fetch_or(&a->faulty, 1u << i);
+	atomic_fetch_add(&a->fail_count, 1);
 	const char *name = a->m[i].dev ? a->m[i].dev->name : "removed";
 	if (err)
 		tc_log(a->dev.ctx, level, "array %s: member %u (%s) faulty after a %s (%s)",

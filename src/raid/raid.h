@@ -94,6 +94,10 @@ struct array_member {
 	 * member offsets at or above rebuild_pos; @old_failed once it failed. */
 	struct array_disk *_Atomic old;
 	atomic_bool old_failed;
+	/* REBUILDING by tc_array_re_add(): the member held the slot before and missed
+	 * only the writes of the regions the write-intent map has set; the rebuild
+	 * visits those alone (raid_map_intent_next). */
+	atomic_bool readd;
 	atomic_uint inflight;           /* child requests in flight (RAID 1 read choice) */
 	_Atomic uint64_t read_errors, corrected;
 };
@@ -118,6 +122,7 @@ struct tc_array {
 
 	pthread_mutex_t lock;           /* member state changes and events */
 	_Atomic uint32_t faulty;        /* bit per member */
+	_Atomic uint64_t fail_count;    /* members that became faulty since the open */
 	atomic_bool failed;
 	int redundancy;                 /* under lock: last reported */
 
@@ -415,10 +420,15 @@ static inline uint64_t raid_get64(const uint8_t *p)
 struct raid_sb_slot {
 	uint8_t uuid[16];               /* the member device holding the slot */
 	uint32_t state;                 /* TC_MEMBER_ACTIVE, _FAULTY or _REBUILDING */
+	uint32_t flags;                 /* RAID_SB_SLOT_READD (REBUILDING only) */
 	/* REBUILDING by a replace: the member being replaced, which still holds the
 	 * slot's data at and above rebuild_pos (md's replacement device); zero else. */
 	uint8_t old_uuid[16];
 };
+
+/* A slot's flag: its member was re-added (tc_array_re_add), and the rebuild visits
+ * only the regions the write-intent map has set. */
+#define RAID_SB_SLOT_READD 0x1u
 
 /* A member superblock, decoded (host order). */
 struct raid_sb {
@@ -523,6 +533,13 @@ bool array_sb_hold(struct tc_array *a, struct tc_io *io, int result);
  * 0 or the write's negative errno. */
 int array_sb_forget(struct tc_array *a, tc_dev *dev);
 
+/* array_sb_member_slot - the slot @dev held as a member of @a, by its superblock:
+ * the array's uuid, a member's role (not a spare's), and the member uuid the slot
+ * table still records for that slot (no other member took it since), with an event
+ * count not past the array's.  Sets *@slot and @uuid (16 bytes).  Returns 0, -EINVAL
+ * (the reason logged, naming the device: no superblocks, another array, a spare, a
+ * slot taken since), or the read's error.  Does not look at the slot's state. */
+int array_sb_member_slot(struct tc_array *a, tc_dev *dev, unsigned *slot, uint8_t *uuid);
 /* array_sb_left_back - @dev, added to @a live (a spare, a replacement), is no longer
  * "left out": tc_array_identity stops listing the entry of the assembly that left a
  * device of that name out.  Never blocks for I/O. */
@@ -599,9 +616,10 @@ enum raid_sb_status raid_map_block_decode(const void *buf, size_t len, const uin
  * planes @planes (RAID_MAP_INTENT, RAID_MAP_WRITTEN), all clear in memory, for the
  * array @uuid.  With @members (the slot devices, NULL where missing) the planes on
  * them are read first, the bits set in any valid copy of a block counting (a block
- * with no valid copy counts as all set): the written plane always, the write-intent
- * plane when @dirty (an unclean stop), its bits then being the regions to resync,
- * kept set until raid_map_resync_done(); *@dirty_regions gets their count.  Then the
+ * with no valid copy counts as all set): both planes (the write-intent bits of a
+ * clean stop are those a degraded array kept for a re-add, cleared once it is whole
+ * again); when @dirty (an unclean stop) the write-intent bits are also the regions
+ * to resync, kept set until raid_map_resync_done(); *@dirty_regions gets their count.  Then the
  * map is written to every member (synchronously, FUA), unless @readonly.  Returns 0
  * or a negative errno (-ENOMEM, -EFBIG when the planes do not fit the map area, a
  * write's error). */
@@ -634,6 +652,15 @@ bool raid_map_resync_pending(struct tc_array *a);
 /* raid_map_resync_done - the resync pass ended: the regions to resync become normal
  * dirty regions (cleared when idle). */
 void raid_map_resync_done(struct tc_array *a);
+/* raid_map_whole - every member of @a is active again (a rebuild ended): the
+ * write-intent bits kept while it was degraded are cleared once idle. */
+void raid_map_whole(struct tc_array *a);
+/* raid_map_intent_next - the first member offset at or above @moff (relative to
+ * data_offset) in a region whose write-intent bit is set, or is being cleared by a
+ * map write not yet out: @moff itself when its region is, else a region's start
+ * (possibly past the members' size when none is).  @moff without a write-intent
+ * plane.  Any thread (takes the map's lock; a->lock may be held). */
+uint64_t raid_map_intent_next(struct tc_array *a, uint64_t moff);
 /* raid_map_counts - of the write-intent plane: regions, regions whose bit is set
  * now, region bytes (zeros without that plane). */
 void raid_map_counts(struct tc_array *a, uint64_t *regions, uint64_t *dirty,

@@ -97,6 +97,7 @@ struct array_sync {
 	 * zeros only). */
 	uint64_t mark_wbytes, wbytes_done, wrate;
 	uint64_t persist_pos, persist_ns;
+	uint64_t readd_skipped;         /* re-add: member bytes the pass jumped over */
 	volatile bool window_gone;      /* closing: the window in flight ended */
 	_Atomic uint64_t min_rate, max_rate;
 	_Atomic unsigned priority;
@@ -163,6 +164,18 @@ static bool sync_window_needs(struct tc_array *a, uint64_t w)
 		if (raid_map_needs_sync(a, ext.copy[i].offset))
 			return true;
 	return false;
+}
+
+/* Under a->lock: whether every member in @targets was re-added (tc_array_re_add),
+ * so that the pass visits only the write-intent map's regions. */
+static bool sync_readd_only(struct tc_array *a, uint32_t targets)
+{
+	if (!targets)
+		return false;
+	for (unsigned i = 0; i < a->n; i++)
+		if (targets & (1u << i) && !atomic_load(&a->m[i].readd))
+			return false;
+	return true;
 }
 
 /* Under a->lock: run the tick soon. */
@@ -236,6 +249,62 @@ int array_rebuild_resume(struct tc_array *a)
 	return 0;
 }
 
+/* Under a->lock, which it lets go: @d takes faulty slot @i (state REBUILDING) and
+ * the pass starts or takes it; @drop (the slot's device before, or NULL) is closed.
+ * @readd: @d is the slot's own member back (tc_array_re_add), rebuilt only where the
+ * write-intent map says it missed writes. */
+static void slot_take(struct tc_array *a, unsigned i, struct array_disk *d,
+		      struct array_disk *drop, bool readd)
+{
+	struct array_sync *s = a->sync;
+
+	/* Pending when a pass is under way: its position does not describe this one.  At
+	 * assembly the pass resumed from the superblocks has not started yet (the action
+	 * is still idle), but its position already counts for the members recorded
+	 * rebuilding: a spare taking a slot then must not share it (seed 25 of tc-stress
+	 * --arrays: the spare's rows below the checkpoint were read as rebuilt, zeros). */
+	bool pending = (s->action == TC_ARRAY_SYNC_REBUILD &&
+			(atomic_load(&a->rebuild_pos) > 0 || s->inflight || sync_replacing(a))) ||
+		       (sync_rebuilding(a, true) && atomic_load(&a->rebuild_pos) > 0);
+	if (s->action != TC_ARRAY_SYNC_REBUILD) {
+		/* A check stops: nothing to compare against while degraded. */
+		if (s->action != TC_ARRAY_SYNC_IDLE)
+			tc_warn(a->dev.ctx, "array %s: %s stopped at window %" PRIu64 " of %"
+				PRIu64 ": member %u failed", a->dev.name,
+				s->action == TC_ARRAY_SYNC_CHECK ? "check" : "repair",
+				s->check_pos, s->check_end, i);
+		if (s->action != TC_ARRAY_SYNC_IDLE)
+			s->check_stopped = true;
+		s->action = TC_ARRAY_SYNC_REBUILD;
+		s->stopped = false;
+		if (!sync_rebuilding(a, true))
+			atomic_store(&a->rebuild_pos, 0);
+	}
+	atomic_store(&a->m[i].pending, pending);
+	atomic_store(&a->m[i].readd, readd);
+	atomic_store(&a->m[i].disk, d);
+	a->m[i].dev = d->dev;
+	atomic_store(&a->m[i].old_failed, false);
+	atomic_store(&a->m[i].state, TC_MEMBER_REBUILDING);
+	s->persist_wanted = true;
+	sync_schedule(a);
+	pthread_mutex_unlock(&a->lock);
+	if (drop) {
+		tc_dev_unwatch(drop->dev, array_member_event_fn, a);
+		tc_dev_close(drop->dev);
+		free(drop);
+	}
+	if (readd)
+		tc_info(a->dev.ctx, "array %s: member %s back in slot %u%s", a->dev.name,
+			d->dev->name, i, pending ? " (resynced after the pass under way)" :
+			"; resyncing the regions written since it left");
+	else
+		tc_info(a->dev.ctx, "array %s: spare %s takes the place of member %u%s",
+			a->dev.name, d->dev->name, i, pending ?
+			" (rebuilt after the pass under way)" : "; rebuilding");
+	raid_map_rewrite(a);    /* the new device holds no copy of the region map yet */
+}
+
 void array_takeover(struct tc_array *a, unsigned i)
 {
 	struct array_sync *s = a->sync;
@@ -267,45 +336,7 @@ void array_takeover(struct tc_array *a, unsigned i)
 		old->state = TC_MEMBER_FAULTY;
 		a->gone[a->ngone++] = old;
 	}
-	/* Pending when a pass is under way: its position does not describe this one.  At
-	 * assembly the pass resumed from the superblocks has not started yet (the action
-	 * is still idle), but its position already counts for the members recorded
-	 * rebuilding: a spare taking a slot then must not share it (seed 25 of tc-stress
-	 * --arrays: the spare's rows below the checkpoint were read as rebuilt, zeros). */
-	bool pending = (s->action == TC_ARRAY_SYNC_REBUILD &&
-			(atomic_load(&a->rebuild_pos) > 0 || s->inflight || sync_replacing(a))) ||
-		       (sync_rebuilding(a, true) && atomic_load(&a->rebuild_pos) > 0);
-	if (s->action != TC_ARRAY_SYNC_REBUILD) {
-		/* A check stops: nothing to compare against while degraded. */
-		if (s->action != TC_ARRAY_SYNC_IDLE)
-			tc_warn(a->dev.ctx, "array %s: %s stopped at window %" PRIu64 " of %"
-				PRIu64 ": member %u failed", a->dev.name,
-				s->action == TC_ARRAY_SYNC_CHECK ? "check" : "repair",
-				s->check_pos, s->check_end, i);
-		if (s->action != TC_ARRAY_SYNC_IDLE)
-			s->check_stopped = true;
-		s->action = TC_ARRAY_SYNC_REBUILD;
-		s->stopped = false;
-		if (!sync_rebuilding(a, true))
-			atomic_store(&a->rebuild_pos, 0);
-	}
-	atomic_store(&a->m[i].pending, pending);
-	atomic_store(&a->m[i].disk, sp);
-	a->m[i].dev = sp->dev;
-	atomic_store(&a->m[i].old_failed, false);
-	atomic_store(&a->m[i].state, TC_MEMBER_REBUILDING);
-	s->persist_wanted = true;
-	sync_schedule(a);
-	pthread_mutex_unlock(&a->lock);
-	if (drop) {
-		tc_dev_unwatch(drop->dev, array_member_event_fn, a);
-		tc_dev_close(drop->dev);
-		free(drop);
-	}
-	tc_info(a->dev.ctx, "array %s: spare %s takes the place of member %u%s", a->dev.name,
-		sp->dev->name, i, pending ? " (rebuilt after the pass under way)" :
-		"; rebuilding");
-	raid_map_rewrite(a);    /* the spare holds no copy of the region map yet */
+	slot_take(a, i, sp, drop, false);
 }
 
 /* A rebuild pass ended (under a->lock): its members are active; pending ones start
@@ -325,10 +356,16 @@ static void sync_rebuild_end(struct tc_array *a)
 			a->gone[a->ngone++] = old;      /* room reserved by the replace */
 			tc_info(a->dev.ctx, "array %s: member %u replaced: %s in, %s retired",
 				a->dev.name, i, a->m[i].dev->name, old->dev->name);
+		} else if (atomic_load(&a->m[i].readd)) {
+			tc_info(a->dev.ctx, "array %s: member %u (%s) resynced; %" PRIu64 " of "
+				"its %" PRIu64 " bytes skipped (the write-intent map had no write "
+				"there since it left)", a->dev.name, i, a->m[i].dev->name,
+				s->readd_skipped, a->member_size);
 		} else {
 			tc_info(a->dev.ctx, "array %s: member %u (%s) rebuilt", a->dev.name, i,
 				a->m[i].dev->name);
 		}
+		atomic_store(&a->m[i].readd, false);
 		atomic_store(&a->m[i].state, TC_MEMBER_ACTIVE);
 		atomic_fetch_and(&a->faulty, ~(1u << i));
 	}
@@ -339,9 +376,11 @@ static void sync_rebuild_end(struct tc_array *a)
 			atomic_store(&a->m[i].pending, false);
 	s->targets = 0;
 	s->persist_pos = 0;
+	s->readd_skipped = 0;
 	s->persist_wanted = true;
 	if (!pend)
 		s->action = TC_ARRAY_SYNC_IDLE;
+	raid_map_whole(a);      /* whole again: the map's bits kept meanwhile may go */
 	/* A mirror with its copies not resynced since a crash: now (degraded too). */
 	if (!pend && atomic_load(&a->unsynced))
 		sync_check_begin(a, TC_ARRAY_SYNC_REPAIR, true);
@@ -448,9 +487,29 @@ static void sync_tick(struct tc_timer *t)
 					    pos != s->persist_pos)))
 				s->persist_wanted = true;
 		}
+		bool readd = more && !ordered && sync_readd_only(a, s->targets);
 		while (more && !health && s->inflight + nstart < depth &&
 		       s->issue_row < rows &&
 		       s->issue_row - (pos >> a->chunk_shift) < depth && now >= s->next_due) {
+			/* A re-added member holds every row of the regions the write-intent
+			 * map has clear: the position jumps over them, once the windows
+			 * before them are done (it moves over rows done in order). */
+			if (readd) {
+				uint64_t next = raid_map_intent_next(a, s->issue_row << a->chunk_shift);
+				if (next > s->issue_row << a->chunk_shift) {
+					if (s->inflight || nstart)
+						break;
+					if (next > a->member_size)
+						next = a->member_size;
+					s->readd_skipped += next - pos;
+					pos = next;
+					atomic_store(&a->rebuild_pos, pos);
+					s->issue_row = pos >> a->chunk_shift;
+					if (pos >= a->member_size)
+						again = true;   /* the pass ends on the next tick */
+					continue;
+				}
+			}
 			struct array_sync_win *w = &s->wins[s->issue_row % SYNC_MAX_DEPTH];
 			memset(w, 0, sizeof(*w));
 			w->a = a;
@@ -1061,6 +1120,65 @@ int tc_array_add_spare(tc_dev *array, tc_dev *spare)
 		sync_persist_now(a, "spare", spare->name);
 	}
 	return ret;
+}
+
+int tc_array_re_add(tc_dev *array, tc_dev *dev)
+{
+	struct tc_array *a = sync_array(array, "a re-add");
+	uint8_t uuid[16];
+	unsigned i = 0;
+	int r = a ? 0 : -EINVAL;
+
+	if (a && !raid_map_has_intent(a)) {
+		tc_err(a->dev.ctx, "array %s keeps no write-intent map (consistency policy "
+		       "ppl): nothing tells which writes %s missed; add it as a spare (a whole "
+		       "rebuild)", a->dev.name, dev->name);
+		r = -EINVAL;
+	}
+	if (!r)
+		r = sync_fits(a, dev, "member");
+	if (!r)
+		r = array_sb_member_slot(a, dev, &i, uuid);
+	struct array_disk *d = NULL;
+	if (!r && !(d = calloc(1, sizeof(*d))))
+		r = -ENOMEM;
+	if (r) {
+		tc_dev_close(dev);
+		return r;
+	}
+	d->dev = dev;
+	d->state = TC_MEMBER_REBUILDING;
+	memcpy(d->uuid, uuid, 16);
+	tc_dev_watch(dev, array_member_event_fn, a);
+	pthread_mutex_lock(&a->lock);
+	int st = atomic_load(&a->m[i].state);
+	struct array_disk *old = atomic_load(&a->m[i].disk);
+	if (st != TC_MEMBER_FAULTY || a->sync->closing) {
+		r = -EBUSY;
+	} else if (old && atomic_load(&old->inflight)) {
+		r = -EAGAIN;
+	}
+	if (r) {
+		pthread_mutex_unlock(&a->lock);
+		if (r == -EAGAIN)
+			tc_err(a->dev.ctx, "array %s: slot %u still has requests in flight to "
+			       "its faulty device; retry", a->dev.name, i);
+		else
+			tc_err(a->dev.ctx, "array %s: %s held slot %u, which is %s: nothing to "
+			       "re-add", a->dev.name, dev->name, i,
+			       st == TC_MEMBER_ACTIVE ? "active" : st == TC_MEMBER_REBUILDING ?
+			       "being rebuilt" : "closing");
+		tc_dev_unwatch(dev, array_member_event_fn, a);
+		tc_dev_close(dev);
+		free(d);
+		return -EBUSY;
+	}
+	/* The slot's faulty device (this member's earlier handle, or the placeholder of
+	 * a member missing since the assembly) is closed: the member is back. */
+	slot_take(a, i, d, old, true);
+	array_sb_left_back(a, dev);
+	sync_persist_now(a, "member", dev->name);
+	return 0;
 }
 
 /* Under a->lock: whether @a has room for one more spare (else says so, -ENOSPC). */

@@ -99,6 +99,7 @@ void raid_sb_encode(const struct raid_sb *sb, void *out)
 		uint8_t *s = b + OFF_SLOTS + i * SLOT_SIZE;
 		memcpy(s, sb->slot[i].uuid, 16);
 		put32(s + 16, sb->slot[i].state);
+		put32(s + 20, sb->slot[i].flags);
 		memcpy(b + OFF_OLD + i * 16, sb->slot[i].old_uuid, 16);
 	}
 	put64(b + OFF_CSUM, XXH64(b, OFF_CSUM, 0));
@@ -283,7 +284,14 @@ enum raid_sb_status raid_sb_decode(const void *buf, size_t len, struct raid_sb *
 			return refuse(RAID_SB_BAD_FIELD, why, whylen,
 				      "slot %u state %u is not active (0), faulty (1) or "
 				      "rebuilding (3)", i, s.slot[i].state);
-		if (!is_zero(p + 20, SLOT_SIZE - 20))
+		s.slot[i].flags = get32(p + 20);
+		if (s.slot[i].flags & ~RAID_SB_SLOT_READD)
+			return refuse(RAID_SB_BAD_FIELD, why, whylen,
+				      "slot %u flags %#x: unknown bits", i, s.slot[i].flags);
+		if (s.slot[i].flags && s.slot[i].state != TC_MEMBER_REBUILDING)
+			return refuse(RAID_SB_BAD_FIELD, why, whylen,
+				      "slot %u is marked re-added but is not rebuilding", i);
+		if (!is_zero(p + 24, SLOT_SIZE - 24))
 			return refuse(RAID_SB_BAD_FIELD, why, whylen,
 				      "slot %u reserved bytes are not zero", i);
 		memcpy(s.slot[i].old_uuid, o, 16);
@@ -536,6 +544,8 @@ static int sb_write_all(struct tc_array *a, struct sb_priv *p)
 		}
 		p->sb.slot[i].state = st == TC_MEMBER_REBUILDING ? TC_MEMBER_REBUILDING
 			: st == TC_MEMBER_ACTIVE ? TC_MEMBER_ACTIVE : TC_MEMBER_FAULTY;
+		p->sb.slot[i].flags = st == TC_MEMBER_REBUILDING &&
+				      atomic_load(&a->m[i].readd) ? RAID_SB_SLOT_READD : 0;
 		slot_dev[i] = d ? d->dev : NULL;
 		if (d && p->sb.slot[i].state != TC_MEMBER_FAULTY) {
 			if (uuid_zero(d->uuid))
@@ -1376,6 +1386,7 @@ static void stale_takeback(tc_ctx *ctx, struct raid_sb *R, tc_dev **slot_dev,
 		slot_dev[s] = stale_dev[s];
 		stale_dev[s] = NULL;
 		R->slot[s].state = TC_MEMBER_ACTIVE;
+		R->slot[s].flags = 0;
 		taken[s] = true;
 	}
 	for (unsigned s = 0; s < R->members; s++)
@@ -1701,6 +1712,9 @@ int tc_array_assemble(tc_ctx *ctx, tc_dev **devs, unsigned n, unsigned flags,
 			rebuilding = true;
 			if (!old_dev[s]) {
 				atomic_fetch_or(&a->faulty, 1u << s);
+				/* A re-add resumes as one (the map kept its bits). */
+				atomic_store(&a->m[s].readd,
+					     (R->slot[s].flags & RAID_SB_SLOT_READD) != 0);
 				continue;
 			}
 			/* A replace: the old member serves the rows at and above the
@@ -1862,6 +1876,10 @@ int tc_array_assemble(tc_ctx *ctx, tc_dev **devs, unsigned n, unsigned flags,
 			tc_warn(ctx, "array %s: the rebuild does not resume (%s); the members "
 				"being rebuilt stay as they are", R->name, strerror(-r));
 	}
+	/* Write-intent bits a clean stop left (kept while degraded): cleared once idle
+	 * if the array is whole, kept for a re-add if not. */
+	if (!readonly)
+		raid_map_whole(a);
 	tc_info(ctx, "array %s: assembled, %s of %u members%s%s, uuid %s%s", R->name,
 		a->level->name, R->members, missing ? ", degraded" : "",
 		rebuilding ? ", rebuilding" : "", u, readonly ? " (read-only)" : "");
@@ -1886,6 +1904,66 @@ out:
 		free(left[i].name);
 	free(sb);
 	return r;
+}
+
+int array_sb_member_slot(struct tc_array *a, tc_dev *dev, unsigned *slot, uint8_t *uuid)
+{
+	struct sb_priv *p = a->persist_priv;
+	struct raid_sb sb;
+	unsigned ok;
+	char why[160] = "";
+
+	if (!a->persist || !p) {
+		tc_err(a->dev.ctx, "array %s: has no superblocks: nothing tells whether %s was "
+		       "its member", a->dev.name, dev->name);
+		return -EINVAL;
+	}
+	int r = raid_sb_read(dev, &sb, &ok, why, sizeof(why));
+	if (r < 0 && r != -EUCLEAN) {
+		tc_err(a->dev.ctx, "array %s: %s: cannot read its superblock: %s", a->dev.name,
+		       dev->name, strerror(-r));
+		return r;
+	}
+	if (r != 1) {
+		tc_err(a->dev.ctx, "array %s: %s holds no valid member superblock%s%s: it was "
+		       "no member of the array, or lost its record; add it as a spare (a whole "
+		       "rebuild)", a->dev.name, dev->name, *why ? ": " : "", why);
+		return -EINVAL;
+	}
+	char u[37], mine[37];
+	pthread_mutex_lock(&p->lock);
+	bool same = !memcmp(sb.uuid, p->sb.uuid, 16);
+	uuid_str(p->sb.uuid, mine);
+	bool holder = sb.role != RAID_SB_ROLE_SPARE && sb.role < p->sb.members &&
+		      !memcmp(p->sb.slot[sb.role].uuid, sb.member_uuid, 16);
+	uint64_t events = p->sb.events;
+	pthread_mutex_unlock(&p->lock);
+	uuid_str(sb.uuid, u);
+	if (!same) {
+		tc_err(a->dev.ctx, "array %s (uuid %s): %s is a member of array \"%s\" (uuid "
+		       "%s), not of this one", a->dev.name, mine, dev->name, sb.name, u);
+		return -EINVAL;
+	}
+	if (sb.role == RAID_SB_ROLE_SPARE) {
+		tc_err(a->dev.ctx, "array %s: %s was a hot spare of the array, holding no data: "
+		       "add it as a spare", a->dev.name, dev->name);
+		return -EINVAL;
+	}
+	if (!holder) {
+		tc_err(a->dev.ctx, "array %s: %s held slot %u, which another member has taken "
+		       "since (a spare rebuilt it, or a replace): its data is of no use; add "
+		       "it as a spare (a whole rebuild)", a->dev.name, dev->name, sb.role);
+		return -EINVAL;
+	}
+	if (sb.events > events) {
+		tc_err(a->dev.ctx, "array %s: %s records event %" PRIu64 ", newer than the "
+		       "array's %" PRIu64 ": it did not leave this array as it is now (two "
+		       "copies of the array?)", a->dev.name, dev->name, sb.events, events);
+		return -EINVAL;
+	}
+	*slot = sb.role;
+	memcpy(uuid, sb.member_uuid, 16);
+	return 0;
 }
 
 /* ---- inspection ------------------------------------------------------------------- */

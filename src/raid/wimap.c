@@ -181,6 +181,11 @@ struct raid_map {
 	bool *changed;                  /* per block of both planes (2 nblocks): differs
 	                                 * from what was last written */
 	uint64_t gen, written_gen;      /* changes made; changes on the members */
+	/* Write-intent bits the daemon cleared in memory whose map write has not gone
+	 * out yet (their regions still count as set for a re-add), and the array's
+	 * member failures when it decided to. */
+	uint8_t *clearing;
+	uint64_t clear_fails;
 	bool writing, armed, closing, resyncing;
 	volatile bool idle;             /* no map write in flight (close waits on it) */
 	uint64_t ndirty;                /* write-intent bits set */
@@ -193,6 +198,7 @@ struct map_write {
 	struct raid_map *mp;
 	uint64_t gen;
 	bool flush_first;
+	bool clears;                    /* the daemon's: write-intent bits cleared */
 	atomic_uint pending;
 	uint32_t nblk;
 	uint32_t *blk;                  /* block numbers (both planes: the written
@@ -314,7 +320,8 @@ static int map_read_plane(struct raid_map *mp, tc_dev *const *members, uint32_t 
 		if (!valid) {
 			tc_warn(a->dev.ctx, "array %s: %s block %u has no valid copy: %s",
 				a->dev.name, plane_name(plane), i, plane ?
-				"its regions all count as written" : "its regions are all resynced");
+				"its regions all count as written" :
+				"its regions all count as dirty (resynced after an unclean stop)");
 			for (uint64_t x = 0; x < RAID_MAP_BITS_PER_BLOCK; x++) {
 				uint64_t reg = (uint64_t)i * RAID_MAP_BITS_PER_BLOCK + x;
 				if (reg < mp->nregions)
@@ -338,6 +345,7 @@ static void map_free(struct raid_map *mp)
 {
 	free(mp->bits);
 	free(mp->sync);
+	free(mp->clearing);
 	free(mp->written);
 	free(mp->inflight);
 	free(mp->idle_since);
@@ -376,12 +384,14 @@ int raid_map_attach(struct tc_array *a, const uint8_t *uuid, unsigned planes,
 	size_t bytes = (size_t)mp->nblocks * MAP_BITS_BYTES;
 	mp->bits = calloc(1, bytes);
 	mp->sync = calloc(1, bytes);
+	mp->clearing = calloc(1, bytes);
 	mp->written = calloc(1, bytes);
 	mp->inflight = calloc(mp->nregions, sizeof(*mp->inflight));
 	mp->idle_since = calloc(mp->nregions, sizeof(*mp->idle_since));
 	mp->changed = calloc(2 * (size_t)mp->nblocks, sizeof(*mp->changed));
 	uint8_t *blk = aligned_alloc(4096, RAID_MAP_BLOCK);
-	if (!mp->bits || !mp->sync || !mp->written || !mp->inflight || !mp->idle_since ||
+	if (!mp->bits || !mp->sync || !mp->clearing || !mp->written || !mp->inflight ||
+	    !mp->idle_since ||
 	    !mp->changed || !blk) {
 		r = -ENOMEM;
 		goto fail;
@@ -397,16 +407,20 @@ int raid_map_attach(struct tc_array *a, const uint8_t *uuid, unsigned planes,
 		memset(mp->written, 0xff, bytes);
 		mp->nwritten = mp->nregions;
 	}
-	if (members && dirty && has_intent(mp)) {
-		r = map_read_plane(mp, members, 0, mp->sync, blk);
+	/* The write-intent plane after a clean stop too: a degraded array keeps its
+	 * bits (map_array_whole), which a member re-added later resyncs. */
+	if (members && has_intent(mp)) {
+		r = map_read_plane(mp, members, 0, mp->bits, blk);
 		if (r)
 			goto fail_lock;
-		uint64_t n = bits_count(mp->sync, mp->nregions);
-		memcpy(mp->bits, mp->sync, bytes);
+		uint64_t n = bits_count(mp->bits, mp->nregions);
 		mp->ndirty = n;
-		mp->resyncing = n > 0;
-		if (dirty_regions)
-			*dirty_regions = n;
+		if (dirty) {
+			memcpy(mp->sync, mp->bits, bytes);
+			mp->resyncing = n > 0;
+			if (dirty_regions)
+				*dirty_regions = n;
+		}
 	}
 	if (!readonly && (mp->planes & (RAID_MAP_INTENT | RAID_MAP_WRITTEN))) {
 		tc_dev *dev[TC_ARRAY_MAX_MEMBERS];
@@ -431,6 +445,19 @@ fail:
 	free(blk);
 	map_free(mp);
 	return r;
+}
+
+/* Whether write-intent bits may be cleared: every slot of @a active.  md keeps its
+ * bitmap's bits while the array is degraded (md-bitmap.c, bitmap_endwrite), so that
+ * a member that comes back resyncs only the regions written since it left
+ * (tc_array_re_add); a rebuild or replace under way counts as degraded too.  Reads
+ * member states only (atomics): any lock. */
+static bool map_array_whole(struct tc_array *a)
+{
+	for (unsigned i = 0; i < a->n; i++)
+		if (atomic_load(&a->m[i].state) != TC_MEMBER_ACTIVE)
+			return false;
+	return true;
 }
 
 /* Under mp->lock: the daemon runs RAID_MAP_DAEMON_NS from now if not armed. */
@@ -555,6 +582,35 @@ static void map_write_done(struct map_write *mw)
 		map_write_start(mp, false);
 }
 
+/* The daemon's clear, after the flush of every member: when a member failed since
+ * the daemon decided (its flush may have failed, so its writes of those regions may
+ * not be durable), the cleared bits are set again and the blocks go out with them, so
+ * that a re-add of the member resyncs those regions. */
+static void map_clear_confirm(struct map_write *mw)
+{
+	struct raid_map *mp = mw->mp;
+	struct tc_array *a = mp->a;
+	uint64_t restored = 0;
+
+	pthread_mutex_lock(&mp->lock);
+	if (atomic_load(&a->fail_count) != mp->clear_fails || !map_array_whole(a)) {
+		for (uint64_t r = 0; r < mp->nregions; r++)
+			if (bit_get(mp->clearing, r) && !bit_get(mp->bits, r)) {
+				bit_put(mp->bits, r, true);
+				mp->ndirty++;
+				restored++;
+			}
+		for (uint32_t b = 0; b < mw->nblk; b++)
+			if (mw->blk[b] < mp->nblocks)
+				map_block_image(mp, mw->blk[b], mw->buf + (size_t)b * RAID_MAP_BLOCK);
+	}
+	memset(mp->clearing, 0, (size_t)mp->nblocks * MAP_BITS_BYTES);
+	pthread_mutex_unlock(&mp->lock);
+	if (restored)
+		tc_info(a->dev.ctx, "array %s: a member failed while the write-intent map was "
+			"being cleared: %" PRIu64 " regions stay set", a->dev.name, restored);
+}
+
 static void map_put(struct map_write *mw)
 {
 	if (atomic_fetch_sub(&mw->pending, 1) != 1)
@@ -563,6 +619,8 @@ static void map_put(struct map_write *mw)
 		/* The writes of the regions being cleared are durable: now the blocks. */
 		struct tc_array *a = mw->mp->a;
 		mw->flush_first = false;
+		if (mw->clears)
+			map_clear_confirm(mw);
 		atomic_store(&mw->pending, 1);
 		for (unsigned i = 0; i < a->n; i++) {
 			if (!array_member_writable(a, i))
@@ -640,6 +698,7 @@ static void map_write_start(struct raid_map *mp, bool flush_first)
 	pthread_mutex_unlock(&mp->lock);
 	/* Step one: the flush (or nothing), then map_child_done writes the blocks. */
 	mw->flush_first = true;
+	mw->clears = flush_first;
 	atomic_init(&mw->pending, 1);
 	if (flush_first)
 		for (unsigned i = 0; i < a->n; i++)
@@ -667,13 +726,16 @@ static void map_daemon(struct tc_timer *t)
 		return;
 	}
 	/* A map write in flight: the clear waits for the next round (it needs a write
-	 * of its own, after the flush). */
-	for (uint64_t r = 0; !mp->writing && r < mp->nregions; r++) {
+	 * of its own, after the flush).  Degraded: the bits stay (map_array_whole). */
+	bool whole = map_array_whole(mp->a);
+	mp->clear_fails = atomic_load(&mp->a->fail_count);
+	for (uint64_t r = 0; whole && !mp->writing && r < mp->nregions; r++) {
 		if (!bit_get(mp->bits, r) || mp->inflight[r] ||
 		    now - mp->idle_since[r] < RAID_MAP_DAEMON_NS ||
 		    (mp->resyncing && bit_get(mp->sync, r)))
 			continue;
 		bit_put(mp->bits, r, false);
+		bit_put(mp->clearing, r, true);
 		mp->changed[r / RAID_MAP_BITS_PER_BLOCK] = true;
 		mp->ndirty--;
 		cleared = true;
@@ -683,11 +745,45 @@ static void map_daemon(struct tc_timer *t)
 		mp->gen++;
 		mp->writing = start = true;
 	}
-	if (mp->ndirty)
+	/* Degraded, the daemon sleeps: raid_map_whole() wakes it. */
+	if (mp->ndirty && whole)
 		map_arm(mp);
 	pthread_mutex_unlock(&mp->lock);
 	if (start)
 		map_write_start(mp, true);
+}
+
+void raid_map_whole(struct tc_array *a)
+{
+	struct raid_map *mp = a->map;
+
+	if (!mp)
+		return;
+	pthread_mutex_lock(&mp->lock);
+	if (mp->ndirty)
+		map_arm(mp);
+	pthread_mutex_unlock(&mp->lock);
+}
+
+uint64_t raid_map_intent_next(struct tc_array *a, uint64_t moff)
+{
+	struct raid_map *mp = a->map;
+
+	if (!mp || !has_intent(mp))
+		return moff;
+	pthread_mutex_lock(&mp->lock);
+	uint64_t r = moff >> mp->shift;
+	while (r < mp->nregions && !bit_get(mp->bits, r) && !bit_get(mp->clearing, r)) {
+		/* Whole bytes of clear bits at a time. */
+		if (r % 8 == 0 && r + 8 <= mp->nregions && !mp->bits[r / 8] &&
+		    !mp->clearing[r / 8])
+			r += 8;
+		else
+			r++;
+	}
+	pthread_mutex_unlock(&mp->lock);
+	uint64_t next = r << mp->shift;
+	return next > moff ? next : moff;
 }
 
 void raid_map_rewrite(struct tc_array *a)
@@ -862,7 +958,9 @@ void raid_map_close(struct tc_array *a, bool clean)
 		/* The written plane as it is (every bit of it durable already): the
 		 * whole map goes out, so a member that joined holds it too. */
 		tc_dev *dev[TC_ARRAY_MAX_MEMBERS];
-		memset(mp->bits, 0, (size_t)mp->nblocks * MAP_BITS_BYTES);
+		/* Degraded: the bits stay for a re-add (map_array_whole). */
+		if (map_array_whole(a))
+			memset(mp->bits, 0, (size_t)mp->nblocks * MAP_BITS_BYTES);
 		for (unsigned i = 0; i < a->n; i++)
 			dev[i] = array_member_active(a, i) ? atomic_load(&a->m[i].dev) : NULL;
 		int r = map_write_sync(mp, dev, a->n);

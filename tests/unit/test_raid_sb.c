@@ -51,6 +51,7 @@ static void valid_sb(struct raid_sb *sb)
 		memset(sb->slot[i].uuid, (int)(0x10 + i), 16);
 		sb->slot[i].state = i == 4 ? TC_MEMBER_REBUILDING : TC_MEMBER_ACTIVE;
 	}
+	sb->slot[4].flags = RAID_SB_SLOT_READD;        /* a re-added member resyncing */
 	memcpy(sb->member_uuid, sb->slot[2].uuid, 16);
 }
 
@@ -153,6 +154,10 @@ static const struct corruption corruptions[] = {
 	{ 256 + 1 * 32 + 16, 4, 2, RAID_SB_BAD_FIELD,
 	  "array superblock: slot 1 state 2 is not active (0), faulty (1) or rebuilding (3)" },
 	{ 256 + 1 * 32 + 20, 4, 9, RAID_SB_BAD_FIELD,
+	  "array superblock: slot 1 flags 0x9: unknown bits" },
+	{ 256 + 1 * 32 + 20, 4, 1, RAID_SB_BAD_FIELD,
+	  "array superblock: slot 1 is marked re-added but is not rebuilding" },
+	{ 256 + 1 * 32 + 24, 4, 9, RAID_SB_BAD_FIELD,
 	  "array superblock: slot 1 reserved bytes are not zero" },
 	{ 256 + 6 * 32, 1, 1, RAID_SB_BAD_FIELD,
 	  "array superblock: slot 6 beyond the 6 members is not zero" },
