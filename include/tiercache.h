@@ -930,8 +930,13 @@ int tc_host_open_spare(tc_host *host, const char *spec, bool force, tc_dev **out
 /*
  * tc_host_re_add - open @spec as the host opens its own devices and put it back in
  * its slot of @array, one of the host's arrays (tc_array_re_add: a member that
- * became faulty or was missing resyncs only the regions written since).  Refused: a
- * device of the host, a global spare, a device of another of its arrays (-EEXIST).
+ * became faulty or was missing resyncs only the regions written since).  A member
+ * still faulty in its slot holds the device open (and locked): its superblock is
+ * read first (read-only, unlocked) and must name this array and that slot, then that
+ * handle leaves the slot (tc_array_remove) and the device is opened again; if the
+ * re-add then fails the slot stays empty, faulty as before.  Refused: a device of the
+ * host, a global spare, a device of another of its arrays (-EEXIST), an active or
+ * rebuilding member (-EBUSY), a member retired by a spare or a replace (-EINVAL).
  * Returns 0, the errors of tc_dev_open_spec() or of tc_array_re_add().
  */
 int tc_host_re_add(tc_host *host, tc_dev *array, const char *spec);

@@ -17,6 +17,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <limits.h>
 #include <sys/stat.h>
 
 #include "dev.h"
@@ -670,6 +671,55 @@ int tc_host_open_spare(tc_host *h, const char *spec, bool force, tc_dev **out)
 	return 0;
 }
 
+/* @spec is a device @array holds: when it is the faulty member of one of its slots,
+ * check read-only (without the device's lock, which that handle holds) that its
+ * superblock names this array and that slot, then take the handle out of the slot
+ * (tc_array_remove), so that the device can be opened again.  Else say why not. */
+static int host_readd_release(tc_host *h, tc_dev *array, const char *spec, bool have,
+			      const struct stat *st)
+{
+	struct tc_array_status *as = malloc(sizeof(*as));
+	struct tc_array_identity id;
+	int r = as && !tc_array_status(array, as) && !tc_array_identity(array, &id) ? 0 :
+		-ENOMEM;
+	int slot = -1;
+	char name[PATH_MAX] = "";
+	for (unsigned k = 0; !r && k < as->members && slot < 0; k++)
+		if (as->member[k].name && host_same_device(as->member[k].name, spec, have, st)) {
+			slot = (int)k;
+			snprintf(name, sizeof(name), "%s", as->member[k].name);
+			if (as->member[k].state != TC_MEMBER_FAULTY) {
+				tc_err(h->ctx, "device %s: %s member of array \"%s\" (slot %u): "
+				       "nothing to re-add", spec, as->member[k].state ==
+				       TC_MEMBER_REBUILDING ? "a rebuilding" : "an active", id.name, k);
+				r = -EBUSY;
+			}
+		}
+	if (!r && slot < 0) {
+		tc_err(h->ctx, "device %s: retired from array \"%s\" (another member took its "
+		       "slot, or it was replaced): remove it (`tiercache array remove`) and add "
+		       "it as a spare", spec, id.name);
+		r = -EINVAL;
+	}
+	free(as);
+	if (r)
+		return r;
+	tc_dev *ro;
+	unsigned flags = (h->opts.dev_flags & ~TC_DEV_EXCLUSIVE) | TC_DEV_READONLY;
+	r = tc_dev_open_spec(h->ctx, spec, flags, 0, h->opts.crash_seed, &ro);
+	if (r)
+		return r;
+	struct tc_array_member_info mi;
+	int e = tc_array_examine(h->ctx, ro, &mi);
+	tc_dev_close(ro);
+	if (e != 1 || strcmp(mi.uuid, id.uuid) || mi.role != slot) {
+		tc_err(h->ctx, "device %s: its superblock does not name slot %d of array \"%s\" "
+		       "(uuid %s): not re-added", spec, slot, id.name, id.uuid);
+		return -EINVAL;
+	}
+	return tc_array_remove(array, name);
+}
+
 int tc_host_re_add(tc_host *h, tc_dev *array, const char *spec)
 {
 	struct stat st;
@@ -685,8 +735,7 @@ int tc_host_re_add(tc_host *h, tc_dev *array, const char *spec)
 		tc_err(h->ctx, "device %s: a global spare of this server, not a member", spec);
 		return -EEXIST;
 	}
-	/* The member may still be listed by its array (its faulty slot, or retired):
-	 * tc_array_re_add() tells by its superblock and the slot's state. */
+	/* The member may still be held by its array, faulty in its slot. */
 	tc_dev *a = host_array_holding(h, spec, have, &st);
 	if (a && a != array) {
 		struct tc_array_identity id;
@@ -694,8 +743,11 @@ int tc_host_re_add(tc_host *h, tc_dev *array, const char *spec)
 		       tc_array_identity(a, &id) ? "?" : id.name);
 		return -EEXIST;
 	}
+	int r = a ? host_readd_release(h, array, spec, have, &st) : 0;
+	if (r)
+		return r;
 	tc_dev *d;
-	int r = tc_dev_open_spec(h->ctx, spec, h->opts.dev_flags, 0, h->opts.crash_seed, &d);
+	r = tc_dev_open_spec(h->ctx, spec, h->opts.dev_flags, 0, h->opts.crash_seed, &d);
 	if (r)
 		return r;
 	return tc_array_re_add(array, d);
