@@ -218,6 +218,9 @@ struct tc_volume {
 	struct tc_seq seq;
 	/* Cleaner state. */
 	uint64_t clean_cursor;           /* next line number in elevator order */
+	/* The cache's degrade_gen whose exposed lines the cleaner has written back first
+	 * (cleaner.c, survivors first); cleaner context only. */
+	uint64_t exposed_gen;
 	uint64_t tokens;                 /* writeback budget, bytes */
 	uint64_t tokens_ns;              /* when tokens were last refilled */
 	_Atomic uint32_t clean_pending;  /* its lines in the cleaner's flush group */
@@ -435,6 +438,7 @@ struct tc_cache {
 	_Atomic bool failed;             /* pass-through fallback for every volume */
 	_Atomic uint8_t wb_hold;         /* enum tc_hold: write-back volumes go write-through
 					  * (protect.c) */
+	_Atomic uint64_t degrade_gen;    /* +1 at every TC_DEV_DEGRADED of the device */
 	_Atomic uint8_t wb_guard;        /* sb.wb_guard, for readers without sb_lock */
 	uint8_t hold_logged;             /* the hold the log last spoke of (protect work) */
 	_Atomic bool protect_queued;     /* protect_work is queued or running */

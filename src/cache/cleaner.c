@@ -798,6 +798,78 @@ static uint32_t scan_lines(struct tc_cache *c, struct tc_volume *v, bool rf, uin
 	return cnt;
 }
 
+/* Whether line @line of @v is dirty on a range of the cache device with no redundancy
+ * left (its only good copy on the surviving members). */
+static bool line_exposed(struct tc_cache *c, struct tc_volume *v, uint64_t line)
+{
+	uint64_t key = tc_line_key(v->id, (uint32_t)line);
+	struct tc_lock_shard *s = tc_shard_of(c, key);
+	pthread_mutex_lock(&s->lock);
+	uint32_t slot = tc_map_lookup(c, key);
+	bool dirty = slot != TC_SLOT_NONE && c->lines[slot].dirty;
+	pthread_mutex_unlock(&s->lock);
+	return dirty && tc_dev_range_redundancy(c->dev, c->sb.data_offset +
+						(uint64_t)slot * c->line_size,
+						c->line_size) < 1;
+}
+
+/*
+ * Survivors first (the protected write-back issue's rule when a cache pool loses a
+ * member): while write-back is held because the cache device degraded, the dirty
+ * lines whose range of the device lost its last spare copy are written back before
+ * the others.  A RAID 1 of two that lost a member has no copy left anywhere, and a
+ * parity pool loses redundancy for every stripe alike: then nothing changes.  It
+ * matters for a RAID 10 pool (the lines on the pair that lost a member) and a
+ * three-way mirror that lost two.  Returns the new candidate list (malloc'ed, *@cnt
+ * entries) or NULL for no change: on a backing written in whole stripes (@lps) the
+ * stripes holding such a line go first; otherwise each such line goes first as a
+ * candidate of its own, its group following with the rest (take_line skips what is
+ * clean by then).  Each part keeps its order.  Once a scan finds none, the volume
+ * is done until the next degrade.
+ */
+static uint64_t *survivors_first(struct tc_cache *c, struct tc_volume *v,
+				 const uint64_t *groups, uint32_t m, bool lps, uint32_t *cnt)
+{
+	uint64_t gen = atomic_load(&c->degrade_gen);
+	if (atomic_load(&c->wb_hold) != TC_HOLD_DEGRADED || v->exposed_gen == gen || !m)
+		return NULL;
+	uint64_t total = m;
+	for (uint32_t i = 0; !lps && i < m; i++)
+		total += (uint32_t)groups[i];
+	uint64_t *out = malloc(sizeof(uint64_t) * total);
+	uint8_t *rest = calloc(m, 1);
+	uint32_t k = 0, nexp = 0;
+	for (uint32_t i = 0; out && rest && i < m; i++) {
+		uint64_t first = groups[i] >> 32, n = (uint32_t)groups[i];
+		bool any = false;
+		for (uint64_t line = first; line < first + n; line++) {
+			if (!line_exposed(c, v, line))
+				continue;
+			any = true;
+			if (lps)
+				break;
+			out[k++] = (line << 32) | 1u;
+		}
+		nexp += any;
+		rest[i] = !(lps && any);
+		if (lps && any)
+			out[k++] = groups[i];
+	}
+	if (!out || !rest || !nexp || (lps && nexp == m)) {
+		if (out && rest && !nexp)
+			v->exposed_gen = gen;
+		free(out);
+		free(rest);
+		return NULL;
+	}
+	for (uint32_t i = 0; i < m; i++)
+		if (rest[i])
+			out[k++] = groups[i];
+	free(rest);
+	*cnt = k;
+	return out;
+}
+
 /*
  * Fill cl->scan with @v's candidates for the next batches: runs of lines that hold
  * dirty data (first line << 32 | lines), from the volume's dirty index, each a group
@@ -848,6 +920,11 @@ static void scan_dirty(struct tc_cache *c, struct tc_volume *v, bool rf, uint64_
 	}
 	sort_from_cursor(groups, nf, v->clean_cursor);
 	sort_from_cursor(groups + nf, m - nf, v->clean_cursor);
+	uint64_t *first = survivors_first(c, v, groups, m, stripes, &m);
+	if (first) {
+		free(groups);
+		groups = first;
+	}
 	cnt = m < cl->scan_cap ? m : cl->scan_cap;
 	if (cnt)
 		memcpy(cl->scan, groups, sizeof(uint64_t) * cnt);

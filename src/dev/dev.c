@@ -113,6 +113,15 @@ void tc_dev_limits(tc_dev *dev, struct tc_dev_limits *out)
 	pthread_mutex_unlock(&dev->watch_lock);
 }
 
+int tc_dev_range_redundancy(tc_dev *dev, uint64_t off, uint64_t len)
+{
+	if (dev->ops->range_redundancy)
+		return dev->ops->range_redundancy(dev, off, len);
+	struct tc_dev_limits l;
+	tc_dev_limits(dev, &l);
+	return l.redundancy;
+}
+
 int tc_dev_watch(tc_dev *dev, tc_dev_event_fn fn, void *opaque)
 {
 	int r = 0;

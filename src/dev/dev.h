@@ -29,6 +29,9 @@ struct tc_dev_ops {
 	int (*set_dirty_owner)(struct tc_dev *dev, const char *owner);
 	int (*dirty_owner)(struct tc_dev *dev, char *buf, size_t len);
 	const char *(*remote_id)(struct tc_dev *dev);
+	/* Optional, redundant devices whose protection differs by range (arrays): see
+	 * tc_dev_range_redundancy. */
+	int (*range_redundancy)(struct tc_dev *dev, uint64_t off, uint64_t len);
 };
 
 /*
@@ -45,6 +48,15 @@ struct tc_dev_queue_stats {
 	uint64_t max_wait_ns[TC_PRIO_COUNT];   /* the longest wait */
 	uint64_t starved;                      /* dispatches forced by the bound */
 };
+
+/*
+ * tc_dev_range_redundancy - further failures the bytes [@off, @off + @len) of @dev
+ * survive now: the least over the range.  Where protection differs by range (a RAID
+ * 10 with a member lost: the chunks of its mirror pair have one copy left, the others
+ * two) the device's own op says; else tc_dev_limits' redundancy, the same for every
+ * byte.  -1 when the device has failed.  Any thread.
+ */
+int tc_dev_range_redundancy(tc_dev *dev, uint64_t off, uint64_t len);
 
 struct tc_dev {
 	const struct tc_dev_ops *ops;

@@ -1336,8 +1336,37 @@ static void array_close(struct tc_dev *dev)
 	free(a);
 }
 
+/* The mapped levels count the copies of each run of the range that can be read now
+ * (a rebuilding member below its position, a replace's old member above it), the
+ * members' own redundancy left out; the parity levels lose redundancy for every
+ * stripe alike: the array's. */
+static int array_range_redundancy(struct tc_dev *dev, uint64_t off, uint64_t len)
+{
+	struct tc_array *a = (struct tc_array *)dev;
+	struct tc_dev_limits l;
+
+	tc_dev_limits(dev, &l);
+	if (array_failed(a))
+		return -1;
+	if (!a->level->map || !len)
+		return l.redundancy;
+	int least = 255;
+	for (uint64_t done = 0; done < len && off + done < a->dev.size;) {
+		struct raid_extent ext;
+		a->level->map(a, off + done, len - done, &ext);
+		int readable = 0;
+		for (unsigned c = 0; c < ext.ncopies; c++)
+			readable += array_member_readable(a, ext.copy[c].member, ext.copy[c].offset);
+		if (readable - 1 < least)
+			least = readable - 1;
+		done += ext.len ? ext.len : len - done;
+	}
+	return least;
+}
+
 static const struct tc_dev_ops array_ops = {
 	.name = "array",
 	.submit = array_submit,
 	.close = array_close,
+	.range_redundancy = array_range_redundancy,
 };
