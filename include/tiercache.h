@@ -933,8 +933,9 @@ int tc_host_open_spare(tc_host *host, const char *spec, bool force, tc_dev **out
  * became faulty or was missing resyncs only the regions written since).  A member
  * still faulty in its slot holds the device open (and locked): its superblock is
  * read first (read-only, unlocked) and must name this array and that slot, then that
- * handle leaves the slot (tc_array_remove) and the device is opened again; if the
- * re-add then fails the slot stays empty, faulty as before.  Refused: a device of the
+ * handle leaves the slot (tc_array_remove) and the device is opened again; every
+ * check of tc_array_re_add_check() passes first, so the slot stays empty only if the
+ * array changed meanwhile, or the device cannot be opened again.  Refused: a device of the
  * host, a global spare, a device of another of its arrays (-EEXIST), an active or
  * rebuilding member (-EBUSY), a member retired by a spare or a replace (-EINVAL).
  * Returns 0, the errors of tc_dev_open_spec() or of tc_array_re_add().
@@ -1499,11 +1500,21 @@ int tc_array_add_spare(tc_dev *array, tc_dev *spare);
  * Errors (the reason logged, naming @dev): -EINVAL not an array, RAID 0, no
  * write-intent map (consistency policy ppl) or no superblocks, @dev too small or of
  * another block size, @dev no member of this array (no superblock, another array, a
- * hot spare, a slot another member has taken since: add it as a spare instead);
- * -EBUSY its slot is not faulty (active, being rebuilt), or still has requests in
- * flight (retry); a read error of its superblock.  Nothing changes on error.
+ * hot spare, a slot another member has taken since, a spare or replacement whose
+ * rebuild had not finished when it left, left before the map kept its bits while
+ * degraded: add it as a spare instead); -EBUSY its slot is not faulty (active, being
+ * rebuilt), or still has requests in flight (retry); -ENOSPC the slot holds another
+ * member's faulty device and no room is left to retire it; a read error of its
+ * superblock.  Nothing changes on error.  A re-add that must wait for a rebuild
+ * under way is recorded as a hot spare until its pass starts: a restart before then
+ * rebuilds it whole.
  */
 int tc_array_re_add(tc_dev *array, tc_dev *dev);
+
+/* tc_array_re_add_check - every check of tc_array_re_add(@array, @dev), changing
+ * nothing and not taking @dev (which may be opened read-only): 0 when the re-add
+ * would go ahead now, else its error, logged. */
+int tc_array_re_add_check(tc_dev *array, tc_dev *dev);
 
 /*
  * tc_array_remove - take the device named @name (as in tc_array_status; or a slot

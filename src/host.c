@@ -709,10 +709,14 @@ static int host_readd_release(tc_host *h, tc_dev *array, const char *spec, bool 
 	r = tc_dev_open_spec(h->ctx, spec, flags, 0, h->opts.crash_seed, &ro);
 	if (r)
 		return r;
+	/* Every check of the re-add, on the read-only handle: a refusal changes nothing. */
+	r = tc_array_re_add_check(array, ro);
 	struct tc_array_member_info mi;
-	int e = tc_array_examine(h->ctx, ro, &mi);
+	int e = r ? 0 : tc_array_examine(h->ctx, ro, &mi);
 	tc_dev_close(ro);
-	if (e != 1 || strcmp(mi.uuid, id.uuid) || mi.role != slot) {
+	if (r)
+		return r;
+	if (e != 1 || mi.role != slot) {
 		tc_err(h->ctx, "device %s: its superblock does not name slot %d of array \"%s\" "
 		       "(uuid %s): not re-added", spec, slot, id.name, id.uuid);
 		return -EINVAL;

@@ -171,6 +171,7 @@ static bool successor_fail(struct tc_array *a, unsigned i, const char *why, int 
 		array_sb_changed(a);
 	if (a->sync)
 		array_sync_kick(a);     /* the pass ends: nothing left to copy to */
+	raid_map_whole(a);              /* every slot may be active again */
 	return true;
 }
 

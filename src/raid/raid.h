@@ -415,7 +415,12 @@ static inline uint64_t raid_get64(const uint8_t *p)
                                         * regions ever written (wimap.c); without it
                                         * (arrays made before it) every region counts
                                         * as written */
-#define RAID_SB_FLAGS (RAID_SB_DIRTY | RAID_SB_PPL | RAID_SB_BITMAP | RAID_SB_WRITTEN)
+/* flags: the write-intent map keeps its bits while any slot is not active, since
+ * event keep_since: a member that left at or after it can be re-added
+ * (tc_array_re_add).  Versions before it cleared them, and refuse the flag. */
+#define RAID_SB_KEEPBITS 0x20u
+#define RAID_SB_FLAGS (RAID_SB_DIRTY | RAID_SB_PPL | RAID_SB_BITMAP | RAID_SB_WRITTEN | \
+		       RAID_SB_KEEPBITS)
 
 struct raid_sb_slot {
 	uint8_t uuid[16];               /* the member device holding the slot */
@@ -450,6 +455,7 @@ struct raid_sb {
 	 * member, 0..100, windows in flight (1..64) */
 	uint64_t rebuild_min, rebuild_max;
 	uint32_t rebuild_priority, rebuild_depth;
+	uint64_t keep_since;            /* RAID_SB_KEEPBITS: the event it was set at */
 	struct raid_sb_slot slot[TC_ARRAY_MAX_MEMBERS];
 };
 
@@ -534,11 +540,13 @@ bool array_sb_hold(struct tc_array *a, struct tc_io *io, int result);
 int array_sb_forget(struct tc_array *a, tc_dev *dev);
 
 /* array_sb_member_slot - the slot @dev held as a member of @a, by its superblock:
- * the array's uuid, a member's role (not a spare's), and the member uuid the slot
- * table still records for that slot (no other member took it since), with an event
- * count not past the array's.  Sets *@slot and @uuid (16 bytes).  Returns 0, -EINVAL
- * (the reason logged, naming the device: no superblocks, another array, a spare, a
- * slot taken since), or the read's error.  Does not look at the slot's state. */
+ * the array's uuid, a member's role (not a spare's), the member uuid the slot table
+ * still records for that slot (no other member took it since), its own record of the
+ * slot active (or being re-added: not a rebuild it had not finished), an event count
+ * not past the array's and not before the map kept its bits while degraded
+ * (RAID_SB_KEEPBITS, keep_since).  Sets *@slot and @uuid (16 bytes).  Returns 0,
+ * -EINVAL (the reason logged, naming the device), or the read's error.  Does not look
+ * at the slot's state in the array. */
 int array_sb_member_slot(struct tc_array *a, tc_dev *dev, unsigned *slot, uint8_t *uuid);
 /* array_sb_left_back - @dev, added to @a live (a spare, a replacement), is no longer
  * "left out": tc_array_identity stops listing the entry of the assembly that left a

@@ -1122,24 +1122,73 @@ int tc_array_add_spare(tc_dev *array, tc_dev *spare)
 	return ret;
 }
 
+/* Under a->lock: why slot @i cannot take a member back now (logged), or 0: its state
+ * must be faulty, its device (if any) idle; a device of another member in it must
+ * have room among the retired ones. */
+static int readd_slot_ok(struct tc_array *a, unsigned i, const char *name,
+			 const uint8_t *uuid)
+{
+	int st = atomic_load(&a->m[i].state);
+	struct array_disk *old = atomic_load(&a->m[i].disk);
+	if (st != TC_MEMBER_FAULTY || a->sync->closing) {
+		tc_err(a->dev.ctx, "array %s: %s held slot %u, which is %s: nothing to re-add",
+		       a->dev.name, name, i, st == TC_MEMBER_ACTIVE ? "active" :
+		       st == TC_MEMBER_REBUILDING ? "being rebuilt" : "closing");
+		return -EBUSY;
+	}
+	if (old && atomic_load(&old->inflight)) {
+		tc_err(a->dev.ctx, "array %s: slot %u still has requests in flight to its "
+		       "faulty device; retry", a->dev.name, i);
+		return -EBUSY;
+	}
+	if (old && strcmp(old->dev->ops->name, "missing") && memcmp(old->uuid, uuid, 16) &&
+	    a->ngone == TC_ARRAY_MAX_EXTRA) {
+		tc_err(a->dev.ctx, "array %s: slot %u holds faulty %s, and %u retired members "
+		       "wait for removal: remove one first", a->dev.name, i, old->dev->name,
+		       a->ngone);
+		return -ENOSPC;
+	}
+	return 0;
+}
+
+/* Every check of a re-add of @dev into @a, nothing changed: the slot into *@slot, the
+ * member uuid into @uuid. */
+static int readd_check(struct tc_array *a, tc_dev *dev, unsigned *slot, uint8_t *uuid)
+{
+	if (!raid_map_has_intent(a)) {
+		tc_err(a->dev.ctx, "array %s keeps no write-intent map (consistency policy "
+		       "ppl): nothing tells which writes %s missed; add it as a spare (a whole "
+		       "rebuild)", a->dev.name, dev->name);
+		return -EINVAL;
+	}
+	int r = sync_fits(a, dev, "member");
+	if (!r)
+		r = array_sb_member_slot(a, dev, slot, uuid);
+	if (!r) {
+		pthread_mutex_lock(&a->lock);
+		r = readd_slot_ok(a, *slot, dev->name, uuid);
+		pthread_mutex_unlock(&a->lock);
+	}
+	return r;
+}
+
+int tc_array_re_add_check(tc_dev *array, tc_dev *dev)
+{
+	struct tc_array *a = sync_array(array, "a re-add");
+	uint8_t uuid[16];
+	unsigned i;
+
+	return a ? readd_check(a, dev, &i, uuid) : -EINVAL;
+}
+
 int tc_array_re_add(tc_dev *array, tc_dev *dev)
 {
 	struct tc_array *a = sync_array(array, "a re-add");
 	uint8_t uuid[16];
 	unsigned i = 0;
-	int r = a ? 0 : -EINVAL;
-
-	if (a && !raid_map_has_intent(a)) {
-		tc_err(a->dev.ctx, "array %s keeps no write-intent map (consistency policy "
-		       "ppl): nothing tells which writes %s missed; add it as a spare (a whole "
-		       "rebuild)", a->dev.name, dev->name);
-		r = -EINVAL;
-	}
-	if (!r)
-		r = sync_fits(a, dev, "member");
-	if (!r)
-		r = array_sb_member_slot(a, dev, &i, uuid);
+	int r = a ? readd_check(a, dev, &i, uuid) : -EINVAL;
 	struct array_disk *d = NULL;
+
 	if (!r && !(d = calloc(1, sizeof(*d))))
 		r = -ENOMEM;
 	if (r) {
@@ -1151,31 +1200,26 @@ int tc_array_re_add(tc_dev *array, tc_dev *dev)
 	memcpy(d->uuid, uuid, 16);
 	tc_dev_watch(dev, array_member_event_fn, a);
 	pthread_mutex_lock(&a->lock);
-	int st = atomic_load(&a->m[i].state);
-	struct array_disk *old = atomic_load(&a->m[i].disk);
-	if (st != TC_MEMBER_FAULTY || a->sync->closing) {
-		r = -EBUSY;
-	} else if (old && atomic_load(&old->inflight)) {
-		r = -EAGAIN;
-	}
+	r = readd_slot_ok(a, i, dev->name, uuid);      /* again: the lock was let go */
 	if (r) {
 		pthread_mutex_unlock(&a->lock);
-		if (r == -EAGAIN)
-			tc_err(a->dev.ctx, "array %s: slot %u still has requests in flight to "
-			       "its faulty device; retry", a->dev.name, i);
-		else
-			tc_err(a->dev.ctx, "array %s: %s held slot %u, which is %s: nothing to "
-			       "re-add", a->dev.name, dev->name, i,
-			       st == TC_MEMBER_ACTIVE ? "active" : st == TC_MEMBER_REBUILDING ?
-			       "being rebuilt" : "closing");
 		tc_dev_unwatch(dev, array_member_event_fn, a);
 		tc_dev_close(dev);
 		free(d);
-		return -EBUSY;
+		return r;
 	}
-	/* The slot's faulty device (this member's earlier handle, or the placeholder of
-	 * a member missing since the assembly) is closed: the member is back. */
-	slot_take(a, i, d, old, true);
+	/* The slot's faulty device: this member's earlier handle or the placeholder of a
+	 * member missing since the assembly is closed (the member is back); another
+	 * member's (a spare that took the slot and failed before the records said so)
+	 * is retired, to be removed. */
+	struct array_disk *old = atomic_load(&a->m[i].disk), *drop = NULL;
+	if (old && (!strcmp(old->dev->ops->name, "missing") || !memcmp(old->uuid, uuid, 16))) {
+		drop = old;
+	} else if (old) {
+		old->state = TC_MEMBER_FAULTY;
+		a->gone[a->ngone++] = old;
+	}
+	slot_take(a, i, d, drop, true);
 	array_sb_left_back(a, dev);
 	sync_persist_now(a, "member", dev->name);
 	return 0;

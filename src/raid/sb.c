@@ -50,7 +50,7 @@
  */
 #define OFF_SLOTS 256u
 #define SLOT_SIZE 32u
-#define OFF_RESERVED1 168u
+#define OFF_RESERVED1 176u
 #define OFF_OLD (OFF_SLOTS + TC_ARRAY_MAX_MEMBERS * SLOT_SIZE)
 #define OFF_RESERVED2 (OFF_OLD + TC_ARRAY_MAX_MEMBERS * 16u)
 #define OFF_CSUM (RAID_SB_SIZE - 8u)
@@ -95,6 +95,7 @@ void raid_sb_encode(const struct raid_sb *sb, void *out)
 	put64(b + 152, sb->rebuild_max);
 	put32(b + 160, sb->rebuild_priority);
 	put32(b + 164, sb->rebuild_depth);
+	put64(b + 168, sb->keep_since);
 	for (unsigned i = 0; i < sb->members && i < TC_ARRAY_MAX_MEMBERS; i++) {
 		uint8_t *s = b + OFF_SLOTS + i * SLOT_SIZE;
 		memcpy(s, sb->slot[i].uuid, 16);
@@ -191,6 +192,7 @@ enum raid_sb_status raid_sb_decode(const void *buf, size_t len, struct raid_sb *
 	s.rebuild_max = get64(b + 152);
 	s.rebuild_priority = get32(b + 160);
 	s.rebuild_depth = get32(b + 164);
+	s.keep_since = get64(b + 168);
 
 	if (!tc_raid_level_name(s.level))
 		return refuse(RAID_SB_BAD_FIELD, why, whylen,
@@ -262,6 +264,12 @@ enum raid_sb_status raid_sb_decode(const void *buf, size_t len, struct raid_sb *
 	if (s.rebuild_depth > 64)
 		return refuse(RAID_SB_BAD_FIELD, why, whylen,
 			      "rebuild_depth %u is not 0 (the default) to 64", s.rebuild_depth);
+	if ((s.keep_since != 0) != ((s.flags & RAID_SB_KEEPBITS) != 0) ||
+	    s.keep_since > s.events || ((s.flags & RAID_SB_KEEPBITS) &&
+					 !(s.flags & RAID_SB_BITMAP)))
+		return refuse(RAID_SB_BAD_FIELD, why, whylen,
+			      "keep_since %" PRIu64 " does not go with flags %#x and events %"
+			      PRIu64, s.keep_since, s.flags, s.events);
 	if (!is_zero(b + OFF_RESERVED1, OFF_SLOTS - OFF_RESERVED1))
 		return refuse(RAID_SB_BAD_FIELD, why, whylen,
 			      "reserved bytes %u..%u are not zero", OFF_RESERVED1, OFF_SLOTS - 1);
@@ -288,9 +296,11 @@ enum raid_sb_status raid_sb_decode(const void *buf, size_t len, struct raid_sb *
 		if (s.slot[i].flags & ~RAID_SB_SLOT_READD)
 			return refuse(RAID_SB_BAD_FIELD, why, whylen,
 				      "slot %u flags %#x: unknown bits", i, s.slot[i].flags);
-		if (s.slot[i].flags && s.slot[i].state != TC_MEMBER_REBUILDING)
+		if (s.slot[i].flags && (s.slot[i].state != TC_MEMBER_REBUILDING ||
+					!is_zero(b + OFF_OLD + i * 16, 16)))
 			return refuse(RAID_SB_BAD_FIELD, why, whylen,
-				      "slot %u is marked re-added but is not rebuilding", i);
+				      "slot %u is marked re-added but is not rebuilding, or is "
+				      "being replaced", i);
 		if (!is_zero(p + 24, SLOT_SIZE - 24))
 			return refuse(RAID_SB_BAD_FIELD, why, whylen,
 				      "slot %u reserved bytes are not zero", i);
@@ -1168,6 +1178,11 @@ int tc_array_create(tc_ctx *ctx, const char *name, const struct tc_array_opts *o
 		r = -EINVAL;
 		goto fail;
 	}
+	/* The write-intent map keeps its bits while degraded, from the start. */
+	if (sb.flags & RAID_SB_BITMAP) {
+		sb.flags |= RAID_SB_KEEPBITS;
+		sb.keep_since = 1;
+	}
 	/* The regions ever written (wimap.c): a rebuild writes zeros to the others. */
 	if (copies * (l->parity + 1) > 1 && !(flags & TC_ARRAY_ALL_WRITTEN))
 		sb.flags |= RAID_SB_WRITTEN;
@@ -1821,7 +1836,19 @@ int tc_array_assemble(tc_ctx *ctx, tc_dev **devs, unsigned n, unsigned flags,
 		struct sb_priv *p = a->persist_priv;
 		pthread_mutex_lock(&p->lock);  /* the persist thread may be writing already */
 		p->sb.flags |= RAID_SB_DIRTY;
+		/* An array of a version that cleared its write-intent bits while degraded:
+		 * kept from this write on (its event count), so that only members that
+		 * leave from now on can be re-added. */
+		bool upgrade = (p->sb.flags & RAID_SB_BITMAP) && !(p->sb.flags & RAID_SB_KEEPBITS);
+		if (upgrade) {
+			p->sb.flags |= RAID_SB_KEEPBITS;
+			p->sb.keep_since = p->sb.events + 1;    /* sb_write_all's next */
+		}
 		pthread_mutex_unlock(&p->lock);
+		if (upgrade)
+			tc_info(ctx, "array %s: its write-intent map keeps its bits while degraded "
+				"from now on: members that leave from now on can be re-added",
+				R->name);
 		r = sb_persist(a);
 		if (r) {
 			tc_err(ctx, "array %s: cannot mark the array in use on its members: %s",
@@ -1937,6 +1964,7 @@ int array_sb_member_slot(struct tc_array *a, tc_dev *dev, unsigned *slot, uint8_
 	bool holder = sb.role != RAID_SB_ROLE_SPARE && sb.role < p->sb.members &&
 		      !memcmp(p->sb.slot[sb.role].uuid, sb.member_uuid, 16);
 	uint64_t events = p->sb.events;
+	uint64_t keep = p->sb.flags & RAID_SB_KEEPBITS ? p->sb.keep_since : UINT64_MAX;
 	pthread_mutex_unlock(&p->lock);
 	uuid_str(sb.uuid, u);
 	if (!same) {
@@ -1953,6 +1981,26 @@ int array_sb_member_slot(struct tc_array *a, tc_dev *dev, unsigned *slot, uint8_
 		tc_err(a->dev.ctx, "array %s: %s held slot %u, which another member has taken "
 		       "since (a spare rebuilt it, or a replace): its data is of no use; add "
 		       "it as a spare (a whole rebuild)", a->dev.name, dev->name, sb.role);
+		return -EINVAL;
+	}
+	/* What the member says of itself: it held the slot whole (active), or was being
+	 * re-added.  A spare or a replacement that had not finished its rebuild lacks
+	 * rows the map has no bit for. */
+	uint32_t own = sb.slot[sb.role].state;
+	if (own != TC_MEMBER_ACTIVE && !(own == TC_MEMBER_REBUILDING &&
+					 (sb.slot[sb.role].flags & RAID_SB_SLOT_READD))) {
+		tc_err(a->dev.ctx, "array %s: %s was still being rebuilt into slot %u when it "
+		       "left (a spare or a replacement that had not finished): it lacks rows "
+		       "the write-intent map does not name; add it as a spare (a whole "
+		       "rebuild)", a->dev.name, dev->name, sb.role);
+		return -EINVAL;
+	}
+	/* Bits cleared while it was away, by a version that did not keep them. */
+	if (sb.events < keep) {
+		tc_err(a->dev.ctx, "array %s: %s left the array at event %" PRIu64 ", before its "
+		       "write-intent map kept its bits while degraded (from event %" PRIu64
+		       "): what it missed is not known; add it as a spare (a whole rebuild)",
+		       a->dev.name, dev->name, sb.events, keep == UINT64_MAX ? events : keep);
 		return -EINVAL;
 	}
 	if (sb.events > events) {

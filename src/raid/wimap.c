@@ -679,6 +679,15 @@ static void map_write_start(struct raid_map *mp, bool flush_first)
 		tc_err(a->dev.ctx, "array %s: region map: no memory for a map write; "
 		       "retrying", a->dev.name);
 		pthread_mutex_lock(&mp->lock);
+		/* A clear that does not go out: its bits are set again (a later write
+		 * without the flush must not carry them cleared). */
+		for (uint64_t r = 0; flush_first && r < mp->nregions; r++)
+			if (bit_get(mp->clearing, r) && !bit_get(mp->bits, r)) {
+				bit_put(mp->bits, r, true);
+				mp->ndirty++;
+			}
+		if (flush_first)
+			memset(mp->clearing, 0, (size_t)mp->nblocks * MAP_BITS_BYTES);
 		mp->writing = false;
 		__atomic_store_n(&mp->idle, true, __ATOMIC_RELEASE);
 		map_arm(mp);
@@ -728,7 +737,7 @@ static void map_daemon(struct tc_timer *t)
 	/* A map write in flight: the clear waits for the next round (it needs a write
 	 * of its own, after the flush).  Degraded: the bits stay (map_array_whole). */
 	bool whole = map_array_whole(mp->a);
-	mp->clear_fails = atomic_load(&mp->a->fail_count);
+	uint64_t fails = atomic_load(&mp->a->fail_count);
 	for (uint64_t r = 0; whole && !mp->writing && r < mp->nregions; r++) {
 		if (!bit_get(mp->bits, r) || mp->inflight[r] ||
 		    now - mp->idle_since[r] < RAID_MAP_DAEMON_NS ||
@@ -742,6 +751,7 @@ static void map_daemon(struct tc_timer *t)
 	}
 	bool start = false;
 	if (cleared) {
+		mp->clear_fails = fails;        /* the clear's own, until it is confirmed */
 		mp->gen++;
 		mp->writing = start = true;
 	}

@@ -5,7 +5,8 @@
 # regions written since (the server's log says how much it skipped), and with another
 # member failed afterwards fio verifies everything through it.  Then the same after a
 # restart: the member left out at the assembly comes back the same way.  Every
-# refusal with its message, nothing changed.
+# refusal with its message, nothing changed (a RAID 5 with the partial-parity log
+# among them: its faulty member stays in its slot).
 . "$(dirname "$0")/lib.sh"
 need fio
 cd "$T"
@@ -94,5 +95,22 @@ ctl array fail r5 d2 >/dev/null
 fio_nbd v5 v3 $W $COMMON --size=48m --verify_only
 # shellcheck disable=SC2086
 fio_nbd v5 v4 $W $COMMON --randseed=83 --offset=52m --size=2m --verify_only
+stop_server
+
+log "a RAID 5 with the partial-parity log (the default) keeps no write-intent map:"
+log "re-add refused, the faulty member left in its slot"
+for f in p0 p1 p2; do
+	truncate -s 64M "$f"
+done
+tc create array p5 --level 5 --chunk 64K p0 p1 p2 >/dev/null
+tc create backing array:p0,p1,p2 --name vp >/dev/null
+serve p0 p1 p2
+ctl array fail p5 p1 >/dev/null
+expect_fail 1 "array p5 keeps no write-intent map \\(consistency policy ppl\\)" \
+	ctl array re-add p5 p1
+[ "$(ctl array status --json p5 | json_get - arrays 0 members slot=1 device)" = "$T/p1" ] ||
+	fail "the refused re-add took p1 out of its slot: $(ctl array status p5)"
+[ "$(ctl array status --json p5 | json_get - arrays 0 members slot=1 state)" = faulty ] ||
+	fail "p1 not faulty: $(ctl array status p5)"
 stop_server
 log "ok"
