@@ -218,6 +218,7 @@ int cmd_create_array(int argc, char **argv, const char *help)
 	const char *level_arg = NULL;
 	uint64_t chunk = 0, copies = 0;
 	bool force = false, clean = false, json = false;
+	const char *chunk_arg = NULL;
 	enum tc_array_consistency consistency = TC_CONSISTENCY_DEFAULT;
 	char *spares[TC_ARRAY_MAX_MEMBERS];
 	unsigned nspares = 0;
@@ -228,12 +229,15 @@ int cmd_create_array(int argc, char **argv, const char *help)
 		switch (c) {
 		case OPT_LEVEL: level_arg = optarg; break;
 		case OPT_CHUNK:
+			chunk_arg = optarg;
 			if (cli_size("--chunk", optarg, &chunk))
 				return TC_EXIT_USAGE;
+			/* RAID 0 takes any multiple of 4K; the library refuses the
+			 * others' non-powers of two, naming the level. */
 			if (chunk < TC_ARRAY_CHUNK_MIN || chunk > TC_ARRAY_CHUNK_MAX ||
-			    (chunk & (chunk - 1)))
-				return cli_usage("--chunk: \"%s\" is not a power of two from 4K to "
-						 "64M", optarg);
+			    chunk % TC_ARRAY_CHUNK_MIN)
+				return cli_usage("--chunk: \"%s\" is not a multiple of 4K from 4K "
+						 "to 64M", optarg);
 			break;
 		case OPT_COPIES:
 			if (cli_uint("--copies", optarg, 2, TC_ARRAY_MAX_MEMBERS, &copies))
@@ -283,6 +287,9 @@ int cmd_create_array(int argc, char **argv, const char *help)
 				 level_arg);
 	if (copies && level != TC_RAID10)
 		return cli_usage("--copies: for raid10 only, not %s", tc_raid_level_name(level));
+	if (chunk && level != TC_RAID0 && (chunk & (chunk - 1)))
+		return cli_usage("--chunk: \"%s\" is not a power of two from 4K to 64M (%s; RAID 0 "
+				 "takes any multiple of 4K)", chunk_arg, tc_raid_level_name(level));
 	unsigned n = (unsigned)(argc - optind);
 	unsigned min = level_min(level, (unsigned)copies);
 	if (n < min || n > TC_ARRAY_MAX_MEMBERS)

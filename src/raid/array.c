@@ -369,9 +369,21 @@ int array_check(tc_ctx *ctx, const struct tc_array_opts *o, tc_dev **members,
 		       (unsigned)o->level);
 		return -EINVAL;
 	}
-	if (chunk & (chunk - 1) || chunk < TC_ARRAY_CHUNK_MIN || chunk > TC_ARRAY_CHUNK_MAX) {
-		tc_err(ctx, "array: chunk %" PRIu32 " bytes is not a power of two from %u to %u",
-		       chunk, TC_ARRAY_CHUNK_MIN, TC_ARRAY_CHUNK_MAX);
+	/* RAID 0 takes any multiple of 4 KiB (md's raid0 does too): the outer array of a
+	 * RAID 50 / 60 needs a chunk of one leg stripe, ten chunks of a RAID 6 of twelve.
+	 * The levels with redundancy keep powers of two (their region map and stripe
+	 * arithmetic shift by the chunk). */
+	if (l->id == TC_RAID0 ? chunk % TC_ARRAY_CHUNK_MIN || chunk < TC_ARRAY_CHUNK_MIN ||
+	    chunk > TC_ARRAY_CHUNK_MAX : chunk & (chunk - 1) || chunk < TC_ARRAY_CHUNK_MIN ||
+	    chunk > TC_ARRAY_CHUNK_MAX) {
+		if (l->id == TC_RAID0)
+			tc_err(ctx, "array: chunk %" PRIu32 " bytes is not a multiple of %u from "
+			       "%u to %u", chunk, TC_ARRAY_CHUNK_MIN, TC_ARRAY_CHUNK_MIN,
+			       TC_ARRAY_CHUNK_MAX);
+		else
+			tc_err(ctx, "array: chunk %" PRIu32 " bytes is not a power of two from %u "
+			       "to %u (%s; RAID 0 takes any multiple of %u)", chunk,
+			       TC_ARRAY_CHUNK_MIN, TC_ARRAY_CHUNK_MAX, l->name, TC_ARRAY_CHUNK_MIN);
 		return -EINVAL;
 	}
 	min = l->min_members;
@@ -473,6 +485,7 @@ int array_open(tc_ctx *ctx, const struct tc_array_opts *o, tc_dev **members, uns
 	a->n = n;
 	a->copies = copies;
 	a->chunk = chunk;
+	/* Only the levels with redundancy shift by it (powers of two, array_check). */
 	a->chunk_shift = (unsigned)__builtin_ctz(chunk);
 	uint64_t smallest = UINT64_MAX, largest = 0;
 	for (unsigned i = 0; i < n; i++) {
@@ -1091,7 +1104,7 @@ void array_submit_mapped(struct tc_array *a, struct tc_io *io)
 		if (op == TC_OP_READ) {
 			map_read_next(s);
 		} else if (a->copies > 1) {
-			s->lk.key = (io->offset + done) >> a->chunk_shift;
+			s->lk.key = (io->offset + done) / a->chunk;
 			if (a->map) {
 				uint64_t lo, hi;
 				ext_span(&ext, &lo, &hi);
@@ -1118,14 +1131,15 @@ void array_submit_mapped(struct tc_array *a, struct tc_io *io)
 void array_near_map(const struct tc_array *a, unsigned copies, uint64_t off, uint64_t len,
 		    struct raid_extent *ext)
 {
-	uint64_t chunk = off >> a->chunk_shift, in = off & (a->chunk - 1);
+	/* Divisions, not shifts: a RAID 0 chunk need not be a power of two. */
+	uint64_t chunk = off / a->chunk, in = off - chunk * a->chunk;
 
 	ext->len = a->chunk - in < len ? a->chunk - in : len;
 	ext->ncopies = copies;
 	for (unsigned r = 0; r < copies; r++) {
 		uint64_t slot = chunk * copies + r;
 		ext->copy[r].member = (unsigned)(slot % a->n);
-		ext->copy[r].offset = ((slot / a->n) << a->chunk_shift) + in;
+		ext->copy[r].offset = slot / a->n * a->chunk + in;
 	}
 }
 

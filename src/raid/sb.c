@@ -197,10 +197,11 @@ enum raid_sb_status raid_sb_decode(const void *buf, size_t len, struct raid_sb *
 	if (!tc_raid_level_name(s.level))
 		return refuse(RAID_SB_BAD_FIELD, why, whylen,
 			      "level %u is not raid0, raid1, raid5, raid6 or raid10", s.level);
-	if (s.chunk & (s.chunk - 1) || s.chunk < TC_ARRAY_CHUNK_MIN ||
-	    s.chunk > TC_ARRAY_CHUNK_MAX)
+	if (s.chunk < TC_ARRAY_CHUNK_MIN || s.chunk > TC_ARRAY_CHUNK_MAX ||
+	    (s.level == TC_RAID0 ? s.chunk % TC_ARRAY_CHUNK_MIN : s.chunk & (s.chunk - 1)))
 		return refuse(RAID_SB_BAD_FIELD, why, whylen,
-			      "chunk %u is not a power of two from %u to %u", s.chunk,
+			      "chunk %u is not a %s from %u to %u", s.chunk,
+			      s.level == TC_RAID0 ? "multiple of 4096" : "power of two",
 			      TC_ARRAY_CHUNK_MIN, TC_ARRAY_CHUNK_MAX);
 	if (s.members > TC_ARRAY_MAX_MEMBERS ||
 	    s.members < level_min_members(s.level, s.copies))

@@ -78,11 +78,12 @@ static void check_read_back(struct raid_fx *fx, const uint8_t *data)
 
 /* ---- mapping ------------------------------------------------------------------------ */
 
-static void check_mapped(enum tc_raid_level_id level, unsigned n, unsigned copies)
+static void check_mapped_chunk(enum tc_raid_level_id level, unsigned n, unsigned copies,
+			       uint32_t chunk)
 {
 	struct raid_fx fx;
 	struct tc_ctx_opts co = { .mode = TC_CTX_DETERMINISTIC, .seed = 1 };
-	struct tc_array_opts ao = { .level = level, .chunk = CHUNK,
+	struct tc_array_opts ao = { .level = level, .chunk = chunk,
 				    .copies = level == TC_RAID10 ? copies : 0 };
 	uint8_t *img[TC_ARRAY_MAX_MEMBERS];
 
@@ -96,8 +97,8 @@ static void check_mapped(enum tc_raid_level_id level, unsigned n, unsigned copie
 	struct tc_dev_info info;
 	tc_dev_info(fx.array, &info);
 	assert_string_equal(info.backend, "array");
-	uint64_t chunks = (uint64_t)MEMBER / CHUNK * n / copies;
-	assert_int_equal(info.size, chunks * CHUNK);
+	uint64_t chunks = (uint64_t)MEMBER / chunk * n / copies;
+	assert_int_equal(info.size, chunks * chunk);
 
 	uint8_t *data = fill_array(&fx, 42 + n);
 	for (unsigned i = 0; i < n; i++)
@@ -114,7 +115,7 @@ static void check_mapped(enum tc_raid_level_id level, unsigned n, unsigned copie
 				mem = (unsigned)(slot % n);
 				row = slot / n;
 			}
-			assert_memory_equal(img[mem] + row * CHUNK, data + c * CHUNK, CHUNK);
+			assert_memory_equal(img[mem] + row * chunk, data + c * chunk, chunk);
 		}
 	check_read_back(&fx, data);
 	for (unsigned i = 0; i < n; i++)
@@ -123,10 +124,18 @@ static void check_mapped(enum tc_raid_level_id level, unsigned n, unsigned copie
 	raid_fx_close(&fx);
 }
 
+static void check_mapped(enum tc_raid_level_id level, unsigned n, unsigned copies)
+{
+	check_mapped_chunk(level, n, copies, CHUNK);
+}
+
 static void test_map_raid0(void **state)
 {
 	check_mapped(TC_RAID0, 2, 1);
 	check_mapped(TC_RAID0, 5, 1);
+	/* Chunks that are not powers of two (RAID 0 only): three and five 4 KiB pages. */
+	check_mapped_chunk(TC_RAID0, 3, 1, 3 * 4096);
+	check_mapped_chunk(TC_RAID0, 2, 1, 5 * 4096);
 }
 
 static void test_map_raid1(void **state)
@@ -809,6 +818,57 @@ static void test_raid60(void **state)
 	tc_ctx_free(ctx);
 }
 
+/* A RAID 60 whose legs' full stripes are not a power of two (RAID 6 of five: three
+ * data chunks), with an outer chunk of one leg stripe: the outer array publishes the
+ * legs' stripe, each outer chunk is one leg's whole stripe, and two members of a leg
+ * may fail. */
+static void test_raid60_odd_stripe(void **state)
+{
+	tc_ctx *ctx;
+	struct tc_ctx_opts co = { .mode = TC_CTX_DETERMINISTIC, .seed = 7,
+				  .log_level = TC_LOG_ERROR };
+	tc_dev *leg[2], *mem[2][5], *array;
+	struct tc_array_opts r6 = { .level = TC_RAID6, .chunk = CHUNK };
+	struct tc_array_opts r0 = { .level = TC_RAID0, .chunk = 3 * CHUNK };
+
+	assert_int_equal(tc_ctx_new(&co, &ctx), 0);
+	tc_ctx_set_log(ctx, keep_log, NULL, TC_LOG_ERROR);
+	for (unsigned l = 0; l < 2; l++) {
+		for (unsigned i = 0; i < 5; i++)
+			assert_int_equal(tc_dev_new_memory(ctx, MEMBER, &mem[l][i]), 0);
+		assert_int_equal(tc_dev_new_array(ctx, &r6, mem[l], 5, &leg[l]), 0);
+	}
+	assert_int_equal(tc_dev_new_array(ctx, &r0, leg, 2, &array), 0);
+	struct tc_dev_info info;
+	struct tc_dev_limits lim;
+	tc_dev_info(array, &info);
+	tc_dev_limits(array, &lim);
+	assert_true(lim.partial_stripe_expensive);
+	assert_int_equal(lim.io_opt, 3 * CHUNK);
+	assert_int_equal(lim.io_min, CHUNK);
+	uint8_t *data = malloc(info.size), *back = malloc(info.size);
+	uint64_t seed = 61;
+	raid_fill(data, info.size, &seed);
+	assert_int_equal(tc_dev_pwrite(array, data, info.size, 0, 0), 0);
+	/* Outer chunk 3 is leg 1's second full stripe. */
+	uint8_t *img = malloc(3 * CHUNK);
+	assert_int_equal(tc_dev_pread(leg[1], img, 3 * CHUNK, 3 * CHUNK), 0);
+	assert_memory_equal(img, data + 3 * 3 * CHUNK, 3 * CHUNK);
+	free(img);
+	struct tc_array_status st;
+	assert_int_equal(tc_array_status(leg[0], &st), 0);
+	assert_int_equal(st.stripe_writes_rmw + st.stripe_writes_rcw, 0);
+	assert_int_equal(tc_array_fail_member(leg[0], 1), 0);
+	assert_int_equal(tc_array_fail_member(leg[0], 4), 0);
+	assert_int_equal(tc_array_fail_member(leg[1], 2), 0);
+	assert_int_equal(tc_dev_pread(array, back, info.size, 0), 0);
+	assert_memory_equal(back, data, info.size);
+	free(data);
+	free(back);
+	tc_dev_close(array);
+	tc_ctx_free(ctx);
+}
+
 /* RAID 50: RAID 0 over two RAID 5 arrays of 3 members; one member of each leg may
  * fail. */
 static void test_raid50(void **state)
@@ -859,6 +919,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_map_raid0),
+		cmocka_unit_test(test_raid60_odd_stripe),
 		cmocka_unit_test(test_map_raid1),
 		cmocka_unit_test(test_map_raid10),
 		cmocka_unit_test(test_map_raid5),

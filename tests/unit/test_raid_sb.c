@@ -312,6 +312,34 @@ static void file_head(struct fx *f, unsigned i, uint8_t *buf, size_t len)
 	close(fd);
 }
 
+/* A RAID 0 with a chunk that is not a power of two (12 KiB) is made, recorded and
+ * assembled back (members given in the other order), its data where it was. */
+static void test_raid0_odd_chunk(void **state)
+{
+	struct fx *f = *state;
+	const unsigned idx[] = { 0, 1 }, rev[] = { 1, 0 };
+	tc_dev *a;
+	size_t len = 1u << 20;
+	uint8_t *w = malloc(len), *r = malloc(len);
+
+	assert_int_equal(create(f, "odd0", TC_RAID0, 12 << 10, idx, 2, NULL, 0, 0, &a), 0);
+	struct tc_array_status st;
+	assert_int_equal(tc_array_status(a, &st), 0);
+	assert_int_equal(st.chunk, 12 << 10);
+	assert_int_equal(st.member_size % (12 << 10), 0);
+	fill(w, len, 3);
+	assert_int_equal(tc_dev_pwrite(a, w, len, 36 << 10, 0), 0);
+	tc_dev_close(a);
+	assert_int_equal(assemble(f, rev, 2, 0, &a), 0);
+	assert_int_equal(tc_array_status(a, &st), 0);
+	assert_int_equal(st.chunk, 12 << 10);
+	assert_int_equal(tc_dev_pread(a, r, len, 36 << 10), 0);
+	assert_memory_equal(w, r, len);
+	tc_dev_close(a);
+	free(w);
+	free(r);
+}
+
 static void test_create_assemble_shuffled(void **state)
 {
 	struct fx *f = *state;
@@ -784,6 +812,12 @@ static void test_create_refusals(void **state)
 	tc_dev *m[3] = { open_m(f, 0, 0), open_m(f, 1, 0), open_m(f, 2, 0) };
 	assert_int_equal(tc_array_create(f->ctx, "x", &o, m, 3, NULL, 0, 0, &a), -EINVAL);
 	assert_string_equal(f->log.last, "array: chunk 12288 bytes is not a power of two from "
+			    "4096 to 67108864 (raid5; RAID 0 takes any multiple of 4096)");
+	o.level = TC_RAID0;
+	o.chunk = 5000;
+	m[0] = open_m(f, 0, 0), m[1] = open_m(f, 1, 0);
+	assert_int_equal(tc_array_create(f->ctx, "x", &o, m, 2, NULL, 0, 0, &a), -EINVAL);
+	assert_string_equal(f->log.last, "array: chunk 5000 bytes is not a multiple of 4096 from "
 			    "4096 to 67108864");
 	assert_int_equal(create(f, "x", TC_RAID5, 0, two, 2, NULL, 0, 0, &a), -EINVAL);
 	assert_string_equal(f->log.last, "array: 2 members for raid5 (it needs 3 to 32)");
@@ -1112,6 +1146,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_roundtrip),
 		cmocka_unit_test(test_refusals),
+		cmocka_unit_test_setup_teardown(test_raid0_odd_chunk, fx_setup, fx_teardown),
 		cmocka_unit_test_setup_teardown(test_create_assemble_shuffled, fx_setup, fx_teardown),
 		cmocka_unit_test_setup_teardown(test_rebuild_rates_kept, fx_setup, fx_teardown),
 		cmocka_unit_test_setup_teardown(test_stale_member, fx_setup, fx_teardown),
