@@ -4,8 +4,9 @@
  * operations (src/raid/sb.c, rebuild.c): create (over an old array), add-spare,
  * replace (its start, every window and checkpoint of the copy, its completion), and a
  * member failure with a hot spare (the spare's takeover of the slot, the rebuild's
- * checkpoints, its end), the removal of a spare, and a repair (md's "repair" sync
- * action) of a damaged parity chunk or copy.  Each runs on crash devices behind the
+ * checkpoints, its end), the removal of a spare, a repair (md's "repair" sync
+ * action) of a damaged parity chunk or copy, and the re-add of a member that left
+ * while half the array was written again (its resync of those regions).  Each runs on crash devices behind the
  * cutter of cut_dev.h, which lets N requests through (counted over every device
  * together) and fails the later ones; the crash devices then keep a seed-chosen part of what was not flushed.
  * For N = 0, 1, 2, ... until the operation completes uncut, the files are
@@ -41,11 +42,13 @@
 #define NDEV CUT_FILES                   /* members and the spare / successor */
 #define MAX_CUTS 3000
 
-enum aop { OP_CREATE, OP_ADD_SPARE, OP_REPLACE, OP_TAKEOVER, OP_REMOVE_SPARE, OP_REPAIR };
+enum aop { OP_CREATE, OP_ADD_SPARE, OP_REPLACE, OP_TAKEOVER, OP_REMOVE_SPARE, OP_REPAIR,
+	   OP_READD };
 
 static const char *const op_names[] = { "create array (over an old array)", "add-spare",
 	"replace (start, copy, completion)", "member failure: spare takeover and rebuild",
-	"remove the spare", "repair (a check rewriting the mismatched parity or copy)" };
+	"remove the spare", "repair (a check rewriting the mismatched parity or copy)",
+	"re-add of a member that left (its resync)" };
 
 struct fx {
 	struct cut_files cf;     /* the device files, and as prepare() left them */
@@ -57,6 +60,7 @@ struct fx {
 #define VICTIM 1u   /* the member replaced, or failed for the spare to take over */
 
 static uint8_t pattern[2 * DATA];   /* the array's data (at most 2 data members) */
+static uint8_t before[2 * DATA];    /* re-add: the data before the member left */
 
 static uint64_t array_bytes(const struct fx *f)
 {
@@ -112,7 +116,10 @@ static void prepare(struct fx *f, enum aop op)
 {
 	tc_ctx *ctx = t_ctx(TC_CTX_DETERMINISTIC, 1, TC_LOG_ERROR, &f->log);
 	tc_dev *m[NDEV], *a;
-	struct tc_array_opts o = { .level = f->level, .chunk = CHUNK };
+	/* A re-add needs the write-intent map (RAID 5 and 6 would take the log). */
+	struct tc_array_opts o = { .level = f->level, .chunk = CHUNK,
+				   .consistency = op == OP_READD ? TC_CONSISTENCY_BITMAP
+				   : TC_CONSISTENCY_DEFAULT };
 
 	for (unsigned i = 0; i <= f->n; i++) {
 		unlink(f->cf.path[i]);
@@ -124,7 +131,16 @@ static void prepare(struct fx *f, enum aop op)
 	assert_int_equal(tc_array_create(ctx, op == OP_CREATE ? "old" : "a", &o, m, f->n,
 					 &m[f->n], spares, 0, &a), 0);
 	uint64_t len = array_bytes(f);
-	assert_int_equal(tc_dev_pwrite(a, pattern, len, 0, 0), 0);
+	if (op == OP_READD) {
+		/* The member leaves; the first half is written again while it is away (the
+		 * pattern then), so it holds stale data there until its resync. */
+		assert_int_equal(tc_dev_pwrite(a, before, len, 0, 0), 0);
+		assert_int_equal(tc_dev_flush(a), 0);
+		assert_int_equal(tc_array_fail_member(a, VICTIM), 0);
+		assert_int_equal(tc_dev_pwrite(a, pattern, len / 2, 0, 0), 0);
+	} else {
+		assert_int_equal(tc_dev_pwrite(a, pattern, len, 0, 0), 0);
+	}
 	assert_int_equal(tc_dev_flush(a), 0);
 	tc_dev_close(a);
 	if (op == OP_REPAIR)
@@ -195,9 +211,20 @@ static bool run_cut(struct fx *f, enum aop op, uint64_t n)
 	/* The array as a host starts it: assembled (the superblocks marked dirty), the
 	 * rebuild at full speed on the virtual clock; durable before the cut. */
 	char succ[320];
-	snprintf(succ, sizeof(succ), "%s", r.cut[f->n]->name);
+	snprintf(succ, sizeof(succ), "%s", r.cut[op == OP_READD ? VICTIM : f->n]->name);
 	unsigned ndev = op == OP_TAKEOVER || op == OP_REMOVE_SPARE ? f->n + 1 : f->n;
-	assert_int_equal(tc_array_assemble(r.ctx, r.cut, ndev, 0, &a), 0);
+	if (op == OP_READD) {
+		/* Assembled without the member that left (recorded faulty); device n, the
+		 * last one given, takes its place in the list, and no part. */
+		tc_dev *given[NDEV];
+		for (unsigned i = 0, k = 0; i < f->n; i++)
+			if (i != VICTIM)
+				given[k++] = r.cut[i];
+		tc_dev_close(r.cut[f->n]);
+		assert_int_equal(tc_array_assemble(r.ctx, given, f->n - 1, 0, &a), 0);
+	} else {
+		assert_int_equal(tc_array_assemble(r.ctx, r.cut, ndev, 0, &a), 0);
+	}
 	struct tc_array_rebuild_opts ro = { .max_rate = UINT64_MAX, .priority = 100 };
 	assert_int_equal(tc_array_set_rebuild(a, &ro), 0);
 	for (unsigned i = 0; i <= f->n; i++)
@@ -217,6 +244,9 @@ static bool run_cut(struct fx *f, enum aop op, uint64_t n)
 	case OP_REPAIR:
 		tc_dev_close(r.cut[f->n]);   /* device n takes no part: its cutter goes */
 		ret = tc_array_check(a, true);
+		break;
+	case OP_READD:
+		ret = tc_array_re_add(a, r.cut[VICTIM]);
 		break;
 	case OP_TAKEOVER:
 	default:
@@ -306,6 +336,14 @@ static tc_dev *assemble_after(struct fx *f, tc_ctx *ctx, enum aop op, uint64_t n
 	unsigned which[NDEV];
 	unsigned k = reopen(f, ctx, "a", devs, which);
 	int r = tc_array_assemble(ctx, devs, k, 0, &a);
+	/* A re-add cut before the member took its slot leaves a RAID 5 or 6 that stopped
+	 * while open (dirty) with a member missing: refused unless forced, md's rule for
+	 * any crash of a degraded parity array; the admin forces it (no write was in
+	 * flight here: nothing is at risk). */
+	if (r == -EUCLEAN && op == OP_READD) {
+		k = reopen(f, ctx, "a", devs, which);
+		r = tc_array_assemble(ctx, devs, k, TC_ARRAY_FORCE, &a);
+	}
 	if (r)
 		fail_msg("%s, cut after %llu requests: the array does not assemble from its %u "
 			 "devices (%d: %s)", op_names[op], (unsigned long long)n, k, r,
@@ -437,6 +475,16 @@ static void check_after(struct fx *f, enum aop op, uint64_t n, bool done)
 			fail_msg("%s completed uncut but after a restart the array has spare %s",
 				 op_names[op], id.spare[0]);
 		break;
+	case OP_READD:
+		/* Old: the member left out (recorded faulty), the array degraded; between:
+		 * back in its slot, resyncing (the resync resumes); new: active. */
+		state = st.member[VICTIM].state == TC_MEMBER_ACTIVE ? "new"
+			: st.member[VICTIM].state == TC_MEMBER_REBUILDING ? "resyncing (resumed)"
+			: "old";
+		if (done && strcmp(state, "new"))
+			fail_msg("%s completed uncut but the restart finds it %s", op_names[op],
+				 state);
+		break;
 	case OP_REPLACE:
 	case OP_TAKEOVER:
 	default:
@@ -455,12 +503,26 @@ static void check_after(struct fx *f, enum aop op, uint64_t n, bool done)
 	 * yet), then after the pass; the new device in the slot once it ends, unless the
 	 * operation left no trace (old). */
 	check_data(f, a, pattern, n, op, state, "at assembly");
+	if (op == OP_READD && !strcmp(state, "old")) {
+		/* What the admin does then: the re-add again. */
+		tc_dev *back = open_file(ctx, f->cf.path[VICTIM], 0);
+		int r = tc_array_re_add(a, back);
+		if (r)
+			fail_msg("%s, cut after %llu requests (old): the re-add after the restart "
+				 "fails (%d: %s)", op_names[op], (unsigned long long)n, r,
+				 f->log.last);
+	}
 	assert_int_equal(tc_array_wait(a), 0);
 	assert_int_equal(tc_array_status(a, &st), 0);
 	if (st.degraded || st.sync != TC_ARRAY_SYNC_IDLE)
 		fail_msg("%s, cut after %llu requests (%s): degraded after the restart's pass",
 			 op_names[op], (unsigned long long)n, state);
-	if (op != OP_ADD_SPARE && op != OP_REMOVE_SPARE && strcmp(state, "old")) {
+	if (op == OP_READD) {
+		if (st.member[VICTIM].state != TC_MEMBER_ACTIVE)
+			fail_msg("%s, cut after %llu requests (%s): slot %u not active after the "
+				 "restart's pass", op_names[op], (unsigned long long)n, state,
+				 VICTIM);
+	} else if (op != OP_ADD_SPARE && op != OP_REMOVE_SPARE && strcmp(state, "old")) {
 		if (!member_is(&st, VICTIM, succ) ||
 		    st.member[VICTIM].state != TC_MEMBER_ACTIVE)
 			fail_msg("%s, cut after %llu requests (%s): after the resumed pass slot "
@@ -480,8 +542,11 @@ static void cut_every_request(struct fx *f, enum aop op, enum tc_raid_level_id l
 {
 	f->level = level;
 	f->n = members;
-	for (size_t i = 0; i < sizeof(pattern); i++)
+	for (size_t i = 0; i < sizeof(pattern); i++) {
 		pattern[i] = (uint8_t)(i * 7 + 3 + (i >> 12));
+		/* Re-add: the second half as before the member left, the first not. */
+		before[i] = i < array_bytes(f) / 2 ? (uint8_t)(i * 5 + 91) : pattern[i];
+	}
 	uint64_t n;
 	prepare(f, op);
 	cut_files_save(&f->cf, f->n + 1);
@@ -515,6 +580,7 @@ LEVELS(test_replace, OP_REPLACE)
 LEVELS(test_takeover, OP_TAKEOVER)
 LEVELS(test_remove_spare, OP_REMOVE_SPARE)
 LEVELS(test_repair, OP_REPAIR)
+LEVELS(test_readd, OP_READD)
 
 static int setup(void **state)
 {
@@ -542,6 +608,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_takeover, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_remove_spare, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_repair, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_readd, setup, teardown),
 	};
 	/* TC_CUT_ONLY=test_replace (a cmocka filter) runs one operation. */
 	if (getenv("TC_CUT_ONLY"))
