@@ -214,7 +214,9 @@ int tc_dev_open_file(tc_ctx *ctx, const char *path, unsigned flags, uint64_t siz
  *   "array:M1,M2,..."    the array whose members (and hot spares) are the specs M1, M2,
  *                        ... (of the kinds above, any order; no commas in them),
  *                        assembled from their superblocks (tc_array_assemble;
- *                        TC_DEV_READONLY assembles read-only, TC_DEV_ARRAY_FORCE forces).
+ *                        TC_DEV_READONLY assembles read-only, TC_DEV_ARRAY_FORCE forces);
+ *                        a member that is an array (the leg of a RAID 50 / 60) in
+ *                        brackets: "array:[array:a0,a1,a2],[array:b0,b1,b2]".
  * @flags: TC_DEV_*, passed on.  Errors: those of the backend, -EINVAL for an unknown
  * prefix or a spec without a path (the message names the spec).
  */
@@ -229,6 +231,17 @@ int tc_dev_open_spec(tc_ctx *ctx, const char *spec, unsigned flags, uint64_t siz
  * tc_dev_open_spec says why.
  */
 const char *tc_dev_spec_path(const char *spec);
+
+/*
+ * tc_array_spec_member - member @i (0-based) of the member list @list of an
+ * "array:LIST" spec, into @buf (@len bytes).  Members are separated by commas; a
+ * member that is itself an array spec (the leg of a RAID 50 or 60) is written in
+ * brackets, "array:[array:a0,a1,a2],[array:b0,b1,b2]", and returned without them.
+ * Returns 0 for a plain member, 1 for a bracketed one, -ENOENT past the last,
+ * -EINVAL when the brackets do not pair or a member is empty, -ENAMETOOLONG when
+ * @buf is too small.
+ */
+int tc_array_spec_member(const char *list, unsigned i, char *buf, size_t len);
 
 /*
  * tc_dev_new_emu - an emulated device: the data lives in the file @path, and every
@@ -912,8 +925,9 @@ tc_ctx *tc_host_ctx(tc_host *host);
  * NULL past the end. */
 tc_cache *tc_host_cache_at(tc_host *host, unsigned i, const char **spec);
 /* tc_host_array_at - the @i-th array among the host's devices (given as "array:..."
- * or assembled from members given directly) and its spec (*@spec, when @spec), or NULL
- * past the end.  The array lives until tc_host_close(). */
+ * or assembled from members given directly) and its spec (*@spec, when @spec), each
+ * followed by its members that are arrays (the legs of a RAID 50 / 60: *@spec NULL),
+ * or NULL past the end.  The array lives until tc_host_close(). */
 tc_dev *tc_host_array_at(tc_host *host, unsigned i, const char **spec);
 
 /*
@@ -950,7 +964,7 @@ int tc_host_re_add(tc_host *host, tc_dev *array, const char *spec);
  * data offset) into the array with tc_array_add_spare(): the spare takes the faulty
  * slot and the rebuild starts.  On an array's TC_DEV_DEGRADED event, and once a second
  * for arrays that found none fitting before.  RAID 0 takes none; the legs of a RAID
- * 50 / 60 take dedicated spares only.  The pool lives until tc_host_close(); it is not
+ * 50 / 60 do (tc_host_array_at lists them).  The pool lives until tc_host_close(); it is not
  * recorded on any device (a spare holds no superblock until an array takes it): a
  * server is told its global spares at every start (`tiercache serve --spare`).
  *
@@ -1447,6 +1461,12 @@ int tc_dev_new_array(tc_ctx *ctx, const struct tc_array_opts *o, tc_dev **member
  * -EINVAL (@array is not an array, @i out of range).
  */
 int tc_array_fail_member(tc_dev *array, unsigned i);
+
+/* tc_array_member - the device in slot @i (0-based) of @array, or NULL (not an array,
+ * @i past the last slot, the slot empty).  Valid until the slot's device changes (a
+ * spare's takeover, tc_array_remove) or the array closes: for the legs of a RAID 50
+ * or 60 (the members of a RAID 0, which takes no spare), the array's life. */
+tc_dev *tc_array_member(tc_dev *array, unsigned i);
 
 /*
  * tc_array_fail_survives - whether @array would still serve its data with member @i

@@ -74,12 +74,17 @@ static tc_dev *host_array_holding(tc_host *h, const char *spec, bool have,
  * array's device, when every member given that the host knows is one of it. */
 static struct host_dev *host_array_by_members(tc_host *h, const char *spec)
 {
-	char *list = strdup(spec + 6), *save = NULL;
+	char *m = malloc(strlen(spec) + 1);
 	tc_dev *arr = NULL;
 	bool mixed = false;
-	if (!list)
+	if (!m)
 		return NULL;
-	for (char *m = strtok_r(list, ",", &save); m && !mixed; m = strtok_r(NULL, ",", &save)) {
+	for (unsigned i = 0; !mixed; i++) {
+		int kind = tc_array_spec_member(spec + 6, i, m, strlen(spec) + 1);
+		if (kind < 0)
+			break;
+		if (kind == 1)
+			continue;   /* a leg: its members are not the array's */
 		struct stat st;
 		bool have = host_spec_stat(m, &st) == 0;
 		tc_dev *a = host_array_holding(h, m, have, &st);
@@ -88,7 +93,7 @@ static struct host_dev *host_array_by_members(tc_host *h, const char *spec)
 		else if (a)
 			arr = a;
 	}
-	free(list);
+	free(m);
 	struct host_dev *found = NULL;
 	pthread_mutex_lock(&h->lock);
 	for (unsigned i = 0; i < h->ndevs && arr && !mixed && !found; i++)
@@ -561,18 +566,36 @@ tc_export *tc_host_find(tc_host *h, const char *name)
 	return found;
 }
 
+static bool is_array(tc_dev *d)
+{
+	struct tc_dev_info info;
+	tc_dev_info(d, &info);
+	return !strcmp(info.backend, "array");
+}
+
 tc_dev *tc_host_array_at(tc_host *h, unsigned i, const char **spec)
 {
 	tc_dev *found = NULL;
 	pthread_mutex_lock(&h->lock);
 	for (unsigned k = 0; k < h->ndevs && !found; k++) {
-		struct tc_dev_info info;
-		tc_dev_info(h->devs[k]->base, &info);
-		if (strcmp(info.backend, "array") || i--)
+		tc_dev *a = h->devs[k]->base;
+		if (!is_array(a))
 			continue;
-		found = h->devs[k]->base;
-		if (spec)
-			*spec = h->devs[k]->spec;
+		if (i-- == 0) {
+			found = a;
+			if (spec)
+				*spec = h->devs[k]->spec;
+			break;
+		}
+		/* Then its members that are arrays: the legs of a RAID 50 / 60. */
+		for (unsigned s = 0; !found && s < TC_ARRAY_MAX_MEMBERS; s++) {
+			tc_dev *leg = tc_array_member(a, s);
+			if (leg && is_array(leg) && i-- == 0) {
+				found = leg;
+				if (spec)
+					*spec = NULL;
+			}
+		}
 	}
 	pthread_mutex_unlock(&h->lock);
 	return found;

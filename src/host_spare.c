@@ -17,8 +17,8 @@
  * Which spare: the first in the pool (the order they were added) that fits the array
  * (its logical block size, at least the members' used size plus the data offset);
  * one spare per array at a time, the next once that one has taken its slot.  RAID 0
- * has nothing to rebuild from and takes none.  The legs of a RAID 50 / 60 are not
- * host devices and take dedicated spares only.
+ * has nothing to rebuild from and takes none.  The legs of a RAID 50 / 60 take them
+ * too: tc_host_array_at lists them after their RAID 0.
  *
  * Locking: spare_lock protects the pool, the thread's flags and the warned list; it is
  * never held across device I/O or an array call.  spare_place lets one placement

@@ -166,19 +166,32 @@ static int abs_spec(const char *spec, bool missing_ok, char *buf, size_t len)
 	return 0;
 }
 
-/* "array:M1,M2,...": every member made absolute. */
+/* "array:M1,M2,...": every member made absolute, the legs of a RAID 50 / 60
+ * ("[array:...]") in turn. */
 static int abs_array_spec(const char *spec, bool missing_ok, char *buf, size_t len)
 {
-	char *list = strdup(spec + 6), *save = NULL;
 	size_t used = (size_t)snprintf(buf, len, "array:");
-	int r = list ? 0 : -1;
-	for (char *m = list ? strtok_r(list, ",", &save) : NULL; m && !r;
-	     m = strtok_r(NULL, ",", &save)) {
+	char *m = malloc(strlen(spec) + 1);
+	int r = m ? 0 : -1;
+	for (unsigned i = 0; !r; i++) {
+		int kind = tc_array_spec_member(spec + 6, i, m, strlen(spec) + 1);
+		if (kind == -ENOENT)
+			break;
 		char one[PATH_MAX];
-		r = abs_spec(m, missing_ok, one, sizeof(one));
+		if (kind < 0) {
+			cli_err("device %s: an empty member, or brackets that do not pair", spec);
+			r = -1;
+		} else if (kind == 1 && strncmp(m, "array:", 6)) {
+			cli_err("device %s: \"%s\": only an array spec goes in brackets", spec, m);
+			r = -1;
+		} else {
+			r = kind == 1 ? abs_array_spec(m, missing_ok, one, sizeof(one))
+				: abs_spec(m, missing_ok, one, sizeof(one));
+		}
 		if (r)
 			break;
-		int n = snprintf(buf + used, len - used, "%s%s", used > 6 ? "," : "", one);
+		int n = snprintf(buf + used, len - used, "%s%s%s%s", used > 6 ? "," : "",
+				 kind == 1 ? "[" : "", one, kind == 1 ? "]" : "");
 		if (n < 0 || (size_t)n >= len - used) {
 			cli_err("device %s: spec too long", spec);
 			r = -1;
@@ -186,7 +199,7 @@ static int abs_array_spec(const char *spec, bool missing_ok, char *buf, size_t l
 		}
 		used += (size_t)n;
 	}
-	free(list);
+	free(m);
 	return r;
 }
 

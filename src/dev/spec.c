@@ -2,7 +2,8 @@
 /*
  * spec.c - device specs as the command line writes them: "PATH", "crash:PATH",
  * "emu:PROFILE:PATH", "nbd:URI", "rbd:POOL/IMAGE[@CONF]", "array:MEMBER,MEMBER,..." (an array assembled from
- * its members' superblocks, each MEMBER a spec of the other kinds).  One parser, so the server, the offline commands and the
+ * its members' superblocks, each MEMBER a spec of the other kinds, or an array spec in
+ * brackets: the legs of a RAID 50 / 60).  One parser, so the server, the offline commands and the
  * benchmarks name devices the same way.
  */
 #include <errno.h>
@@ -11,6 +12,39 @@
 
 #include "dev.h"
 #include "tiercache-test.h"
+
+int tc_array_spec_member(const char *list, unsigned i, char *buf, size_t len)
+{
+	const char *p = list;
+	for (unsigned k = 0;; k++) {
+		if (!*p)
+			return -ENOENT;
+		/* This member: up to the next comma outside brackets. */
+		const char *q = p;
+		int depth = 0;
+		for (; *q && (depth || *q != ','); q++) {
+			depth += *q == '[' ? 1 : *q == ']' ? -1 : 0;
+			if (depth < 0)
+				return -EINVAL;
+		}
+		if (depth || q == p)
+			return -EINVAL;
+		if (k == i) {
+			bool nested = *p == '[';
+			if (nested && q[-1] != ']')
+				return -EINVAL;
+			size_t n = (size_t)(q - p) - (nested ? 2 : 0);
+			if (nested && !n)
+				return -EINVAL;
+			if (n >= len)
+				return -ENAMETOOLONG;
+			memcpy(buf, p + nested, n);
+			buf[n] = 0;
+			return nested;
+		}
+		p = *q ? q + 1 : q;
+	}
+}
 
 const char *tc_dev_spec_path(const char *spec)
 {
@@ -33,20 +67,34 @@ static int open_array_spec(tc_ctx *ctx, const char *spec, unsigned flags, uint64
 	tc_dev *devs[2 * TC_ARRAY_MAX_MEMBERS];
 	unsigned n = 0;
 	int r = 0, missing = 0;
-	char *list = strdup(spec + 6), *save = NULL;
+	char *m = malloc(strlen(spec) + 1);
 
-	if (!list)
+	if (!m)
 		return -ENOMEM;
-	for (char *m = strtok_r(list, ",", &save); m; m = strtok_r(NULL, ",", &save)) {
+	for (unsigned i = 0;; i++) {
+		int kind = tc_array_spec_member(spec + 6, i, m, strlen(spec) + 1);
+		if (kind == -ENOENT)
+			break;
+		if (kind < 0) {
+			tc_err(ctx, "device spec \"%s\": %s", spec, kind == -EINVAL ?
+			       "an empty member, or brackets that do not pair" :
+			       "a member too long");
+			r = -EINVAL;
+			break;
+		}
 		if (n == 2 * TC_ARRAY_MAX_MEMBERS) {
 			tc_err(ctx, "device spec \"%s\": more than %u members and spares", spec,
 			       2 * TC_ARRAY_MAX_MEMBERS);
 			r = -EINVAL;
 			break;
 		}
-		if (!strncmp(m, "array:", 6)) {
-			tc_err(ctx, "device spec \"%s\": an array spec cannot name an array "
-			       "member by spec (\"%s\")", spec, m);
+		/* A leg of a RAID 50 / 60 is an array spec of its own, in brackets: a bare
+		 * one would take the rest of the list as its members. */
+		if ((kind == 0) == !strncmp(m, "array:", 6)) {
+			tc_err(ctx, "device spec \"%s\": \"%s\": %s", spec, m, kind ?
+			       "only an array spec goes in brackets" :
+			       "a member that is an array goes in brackets: "
+			       "array:[array:A,B,C],[array:D,E,F]");
 			r = -EINVAL;
 			break;
 		}
@@ -64,7 +112,7 @@ static int open_array_spec(tc_ctx *ctx, const char *spec, unsigned flags, uint64
 			break;
 		n++;
 	}
-	free(list);
+	free(m);
 	if (!r && !n) {
 		if (missing)
 			return missing;

@@ -279,6 +279,16 @@ void array_member_event_fn(void *opaque, tc_dev *member, enum tc_dev_event ev)
 	array_member_event(opaque, member, ev);
 }
 
+tc_dev *tc_array_member(tc_dev *dev, unsigned i)
+{
+	if (!array_is_array(dev))
+		return NULL;
+	struct tc_array *a = (struct tc_array *)dev;
+	if (i >= a->n)
+		return NULL;
+	return atomic_load(&a->m[i].dev);   /* NULL: emptied by tc_array_remove */
+}
+
 int tc_array_fail_member(tc_dev *dev, unsigned i)
 {
 	if (dev->ops != &array_ops) {
