@@ -649,12 +649,12 @@ static tc_dev *host_array_holding(tc_host *h, const char *spec, bool have,
 	return found;
 }
 
-int tc_host_open_spare(tc_host *h, const char *spec, bool force, tc_dev **out)
+/* Whether @spec (stat'ed into @st when @have) is neither a device of the host nor in
+ * its pool of global spares: 0, else -EEXIST, said. */
+static int host_not_held(tc_host *h, const char *spec, bool have, const struct stat *st)
 {
-	struct stat st;
-	bool have = host_spec_stat(spec, &st) == 0;
 	pthread_mutex_lock(&h->lock);
-	struct host_dev *hd = host_dev_match(h, spec, have, &st);
+	struct host_dev *hd = host_dev_match(h, spec, have, st);
 	pthread_mutex_unlock(&h->lock);
 	if (hd) {
 		tc_err(h->ctx, "device %s: already a device of this server (%s)", spec, hd->spec);
@@ -664,6 +664,16 @@ int tc_host_open_spare(tc_host *h, const char *spec, bool force, tc_dev **out)
 		tc_err(h->ctx, "device %s: already a global spare of this server", spec);
 		return -EEXIST;
 	}
+	return 0;
+}
+
+int tc_host_open_spare(tc_host *h, const char *spec, bool force, tc_dev **out)
+{
+	struct stat st;
+	bool have = host_spec_stat(spec, &st) == 0;
+	int held = host_not_held(h, spec, have, &st);
+	if (held)
+		return held;
 	tc_dev *a = host_array_holding(h, spec, have, &st);
 	if (a) {
 		struct tc_array_identity id;
@@ -751,17 +761,9 @@ int tc_host_re_add(tc_host *h, tc_dev *array, const char *spec)
 {
 	struct stat st;
 	bool have = host_spec_stat(spec, &st) == 0;
-	pthread_mutex_lock(&h->lock);
-	struct host_dev *hd = host_dev_match(h, spec, have, &st);
-	pthread_mutex_unlock(&h->lock);
-	if (hd) {
-		tc_err(h->ctx, "device %s: already a device of this server (%s)", spec, hd->spec);
-		return -EEXIST;
-	}
-	if (host_spare_holds(h, spec)) {
-		tc_err(h->ctx, "device %s: a global spare of this server, not a member", spec);
-		return -EEXIST;
-	}
+	int held = host_not_held(h, spec, have, &st);
+	if (held)
+		return held;
 	/* The member may still be held by its array, faulty in its slot. */
 	tc_dev *a = host_array_holding(h, spec, have, &st);
 	if (a && a != array) {
