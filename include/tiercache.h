@@ -925,9 +925,9 @@ tc_ctx *tc_host_ctx(tc_host *host);
  * NULL past the end. */
 tc_cache *tc_host_cache_at(tc_host *host, unsigned i, const char **spec);
 /* tc_host_array_at - the @i-th array among the host's devices (given as "array:..."
- * or assembled from members given directly) and its spec (*@spec, when @spec), each
- * followed by its members that are arrays (the legs of a RAID 50 / 60: *@spec NULL),
- * or NULL past the end.  The array lives until tc_host_close(). */
+ * or assembled from members given directly) and its spec (*@spec, when @spec), a RAID
+ * 0 of arrays followed by its members (the legs of a RAID 50 / 60: *@spec NULL), or
+ * NULL past the end.  The array, and a leg, lives until tc_host_close(). */
 tc_dev *tc_host_array_at(tc_host *host, unsigned i, const char **spec);
 
 /*
@@ -1464,8 +1464,9 @@ int tc_array_fail_member(tc_dev *array, unsigned i);
 
 /* tc_array_member - the device in slot @i (0-based) of @array, or NULL (not an array,
  * @i past the last slot, the slot empty).  Valid until the slot's device changes (a
- * spare's takeover, tc_array_remove) or the array closes: for the legs of a RAID 50
- * or 60 (the members of a RAID 0, which takes no spare), the array's life. */
+ * spare's takeover, tc_array_remove) or the array closes; a RAID 0 never changes its
+ * members (it takes no spare, and tc_array_remove refuses them), so the legs of a
+ * RAID 50 / 60 live as long as it. */
 tc_dev *tc_array_member(tc_dev *array, unsigned i);
 
 /*
@@ -1545,7 +1546,8 @@ int tc_array_re_add_check(tc_dev *array, tc_dev *dev);
  * not spares, so an assembly given the device would take it back as a spare.  A
  * retired or faulty member keeps its superblock, which the records leave out.
  * Errors: -ENOENT no such device; -EBUSY the device is active or rebuilding (fail it
- * first), or still has requests in flight (retry); -EINVAL not an array, or @name is
+ * first), a member of a RAID 0 (kept for the array's life), or still has requests in
+ * flight (retry); -EINVAL not an array, or @name is
  * the placeholder of a member missing since the assembly ("missing:slotN": no
  * device).  Nothing changes on error.
  */

@@ -573,6 +573,17 @@ static bool is_array(tc_dev *d)
 	return !strcmp(info.backend, "array");
 }
 
+static bool raid0_of_arrays(tc_dev *a)
+{
+	tc_dev *first = tc_array_member(a, 0);
+	if (!first || !is_array(first))
+		return false;
+	struct tc_array_status *st = malloc(sizeof(*st));
+	bool r0 = st && !tc_array_status(a, st) && st->level == TC_RAID0;
+	free(st);
+	return r0;
+}
+
 tc_dev *tc_host_array_at(tc_host *h, unsigned i, const char **spec)
 {
 	tc_dev *found = NULL;
@@ -587,7 +598,10 @@ tc_dev *tc_host_array_at(tc_host *h, unsigned i, const char **spec)
 				*spec = h->devs[k]->spec;
 			break;
 		}
-		/* Then its members that are arrays: the legs of a RAID 50 / 60. */
+		/* Then its members that are arrays: the legs of a RAID 50 / 60 (of a RAID 0
+		 * only, whose members stay for its life: tc_array_member). */
+		if (!raid0_of_arrays(a))
+			continue;
 		for (unsigned s = 0; !found && s < TC_ARRAY_MAX_MEMBERS; s++) {
 			tc_dev *leg = tc_array_member(a, s);
 			if (leg && is_array(leg) && i-- == 0) {

@@ -218,8 +218,8 @@ struct tc_volume {
 	struct tc_seq seq;
 	/* Cleaner state. */
 	uint64_t clean_cursor;           /* next line number in elevator order */
-	/* The cache's degrade_gen whose exposed lines the cleaner has written back first
-	 * (cleaner.c, survivors first); cleaner context only. */
+	/* The cache device's tc_dev_health_gen whose exposed lines the cleaner has
+	 * written back first (cleaner.c, survivors first); cleaner context only. */
 	uint64_t exposed_gen;
 	uint64_t tokens;                 /* writeback budget, bytes */
 	uint64_t tokens_ns;              /* when tokens were last refilled */
@@ -381,6 +381,8 @@ struct tc_cleaner {
 	uint32_t scan_sub;               /* lines of scan[scan_pos] already taken */
 	bool scan_rf;                    /* taken for a range flush of [scan_lo, scan_hi) */
 	bool scan_partial;               /* with partial stripes (partial_stripes_ok) */
+	uint64_t scan_health;            /* the device's tc_dev_health_gen at that scan: a
+	                                  * failure since rescans (survivors first) */
 	uint64_t scan_lo, scan_hi;
 	/* The flush group (meta.lock): lines whose backing writes completed, waiting for
 	 * a flush submitted after that (pend), and those the flush in flight covers
@@ -438,7 +440,6 @@ struct tc_cache {
 	_Atomic bool failed;             /* pass-through fallback for every volume */
 	_Atomic uint8_t wb_hold;         /* enum tc_hold: write-back volumes go write-through
 					  * (protect.c) */
-	_Atomic uint64_t degrade_gen;    /* +1 at every TC_DEV_DEGRADED of the device */
 	_Atomic uint8_t wb_guard;        /* sb.wb_guard, for readers without sb_lock */
 	uint8_t hold_logged;             /* the hold the log last spoke of (protect work) */
 	_Atomic bool protect_queued;     /* protect_work is queued or running */

@@ -798,9 +798,10 @@ static uint32_t scan_lines(struct tc_cache *c, struct tc_volume *v, bool rf, uin
 	return cnt;
 }
 
-/* Whether line @line of @v is dirty on a range of the cache device with no redundancy
- * left (its only good copy on the surviving members). */
-static bool line_exposed(struct tc_cache *c, struct tc_volume *v, uint64_t line)
+/* Line @line of @v: -1 not dirty (or not cached), 1 dirty on a range of the cache
+ * device with no redundancy left (its only good copy on the surviving members), 0
+ * dirty elsewhere. */
+static int line_exposed(struct tc_cache *c, struct tc_volume *v, uint64_t line)
 {
 	uint64_t key = tc_line_key(v->id, (uint32_t)line);
 	struct tc_lock_shard *s = tc_shard_of(c, key);
@@ -808,9 +809,10 @@ static bool line_exposed(struct tc_cache *c, struct tc_volume *v, uint64_t line)
 	uint32_t slot = tc_map_lookup(c, key);
 	bool dirty = slot != TC_SLOT_NONE && c->lines[slot].dirty;
 	pthread_mutex_unlock(&s->lock);
-	return dirty && tc_dev_range_redundancy(c->dev, c->sb.data_offset +
-						(uint64_t)slot * c->line_size,
-						c->line_size) < 1;
+	if (!dirty)
+		return -1;
+	return tc_dev_range_redundancy(c->dev, c->sb.data_offset + (uint64_t)slot * c->line_size,
+				       c->line_size) < 1;
 }
 
 /*
@@ -821,16 +823,19 @@ static bool line_exposed(struct tc_cache *c, struct tc_volume *v, uint64_t line)
  * parity pool loses redundancy for every stripe alike: then nothing changes.  It
  * matters for a RAID 10 pool (the lines on the pair that lost a member) and a
  * three-way mirror that lost two.  Returns the new candidate list (malloc'ed, *@cnt
- * entries) or NULL for no change: on a backing written in whole stripes (@lps) the
- * stripes holding such a line go first; otherwise each such line goes first as a
- * candidate of its own, its group following with the rest (take_line skips what is
- * clean by then).  Each part keeps its order.  Once a scan finds none, the volume
- * is done until the next degrade.
+ * entries, at most @cap exposed ones first) or NULL for no change: on a backing
+ * written in whole stripes (@lps) the stripes holding such a line go first; otherwise
+ * each such line goes first as a candidate of its own, its group following with the
+ * rest (take_line skips what is clean by then).  Each part keeps its order.  Once a
+ * scan finds none, or nothing but, the volume is done until a part of the device
+ * fails again (tc_dev_health_gen: a second member of another pair of a RAID 10 sends
+ * no event, its redundancy being 0 already).
  */
 static uint64_t *survivors_first(struct tc_cache *c, struct tc_volume *v,
-				 const uint64_t *groups, uint32_t m, bool lps, uint32_t *cnt)
+				 const uint64_t *groups, uint32_t m, bool lps, uint32_t cap,
+				 uint32_t *cnt)
 {
-	uint64_t gen = atomic_load(&c->degrade_gen);
+	uint64_t gen = tc_dev_health_gen(c->dev);
 	if (atomic_load(&c->wb_hold) != TC_HOLD_DEGRADED || v->exposed_gen == gen || !m)
 		return NULL;
 	uint64_t total = m;
@@ -838,13 +843,16 @@ static uint64_t *survivors_first(struct tc_cache *c, struct tc_volume *v,
 		total += (uint32_t)groups[i];
 	uint64_t *out = malloc(sizeof(uint64_t) * total);
 	uint8_t *rest = calloc(m, 1);
-	uint32_t k = 0, nexp = 0;
-	for (uint32_t i = 0; out && rest && i < m; i++) {
+	uint32_t k = 0, nexp = 0, nplain = 0;
+	for (uint32_t i = 0; out && rest && i < m && k < cap; i++) {
 		uint64_t first = groups[i] >> 32, n = (uint32_t)groups[i];
 		bool any = false;
-		for (uint64_t line = first; line < first + n; line++) {
-			if (!line_exposed(c, v, line))
+		for (uint64_t line = first; line < first + n && k < cap; line++) {
+			int e = line_exposed(c, v, line);
+			if (e <= 0) {
+				nplain += e == 0;
 				continue;
+			}
 			any = true;
 			if (lps)
 				break;
@@ -855,8 +863,11 @@ static uint64_t *survivors_first(struct tc_cache *c, struct tc_volume *v,
 		if (lps && any)
 			out[k++] = groups[i];
 	}
-	if (!out || !rest || !nexp || (lps && nexp == m)) {
-		if (out && rest && !nexp)
+	/* None exposed, or (a whole scan) every candidate: the order stays, and the
+	 * volume is done with it until the next failure. */
+	bool whole = k < cap;
+	if (!out || !rest || !nexp || (whole && (lps ? nexp == m : !nplain))) {
+		if (out && rest && (!nexp || whole))
 			v->exposed_gen = gen;
 		free(out);
 		free(rest);
@@ -920,7 +931,7 @@ static void scan_dirty(struct tc_cache *c, struct tc_volume *v, bool rf, uint64_
 	}
 	sort_from_cursor(groups, nf, v->clean_cursor);
 	sort_from_cursor(groups + nf, m - nf, v->clean_cursor);
-	uint64_t *first = survivors_first(c, v, groups, m, stripes, &m);
+	uint64_t *first = survivors_first(c, v, groups, m, stripes, cl->scan_cap, &m);
 	if (first) {
 		free(groups);
 		groups = first;
@@ -938,6 +949,7 @@ done:
 	cl->scan_lo = rlo;
 	cl->scan_hi = rhi;
 	cl->scan_partial = partial;
+	cl->scan_health = tc_dev_health_gen(c->dev);
 }
 
 /*
@@ -1181,8 +1193,12 @@ static uint32_t batch_collect(struct tc_cache *c, struct tc_clean_batch *b,
 	uint64_t rlo = atomic_load(&v->range_lo), rhi = atomic_load(&v->range_hi);
 	bool partial = partial_stripes_ok(c, v, now);
 	bool rescanned = false;
+	/* A new list also when a part of the cache device failed since: its newly
+	 * exposed lines go first (survivors_first). */
 	if (cl->scan_vol != v || cl->scan_rf != rf || cl->scan_partial != partial ||
-	    (rf && (cl->scan_lo != rlo || cl->scan_hi != rhi))) {
+	    (rf && (cl->scan_lo != rlo || cl->scan_hi != rhi)) ||
+	    (atomic_load(&c->wb_hold) == TC_HOLD_DEGRADED &&
+	     cl->scan_health != tc_dev_health_gen(c->dev))) {
 		scan_dirty(c, v, rf, rlo, rhi, lps, partial);
 		rescanned = true;
 	}

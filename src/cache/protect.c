@@ -172,7 +172,6 @@ void tc_protect_event(struct tc_cache *c, enum tc_dev_event ev)
 		if (atomic_load(&c->wb_guard) != TC_WB_GUARD_PROTECTED)
 			return;
 		atomic_store(&c->wb_hold, TC_HOLD_DEGRADED);
-		atomic_fetch_add(&c->degrade_gen, 1);   /* survivors first (cleaner.c) */
 		break;
 	case TC_DEV_REDUNDANT: {
 		uint8_t was = atomic_load(&c->wb_hold);

@@ -181,8 +181,10 @@ static int abs_array_spec(const char *spec, bool missing_ok, char *buf, size_t l
 		if (kind < 0) {
 			cli_err("device %s: an empty member, or brackets that do not pair", spec);
 			r = -1;
-		} else if (kind == 1 && strncmp(m, "array:", 6)) {
-			cli_err("device %s: \"%s\": only an array spec goes in brackets", spec, m);
+		} else if (kind == 1 && (strncmp(m, "array:", 6) || strchr(m, '['))) {
+			cli_err("device %s: \"%s\": %s", spec, m, strchr(m, '[') ?
+				"a leg's members are devices, not arrays (one level of brackets)" :
+				"only an array spec goes in brackets");
 			r = -1;
 		} else {
 			r = kind == 1 ? abs_array_spec(m, missing_ok, one, sizeof(one))

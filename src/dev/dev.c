@@ -113,6 +113,11 @@ void tc_dev_limits(tc_dev *dev, struct tc_dev_limits *out)
 	pthread_mutex_unlock(&dev->watch_lock);
 }
 
+uint64_t tc_dev_health_gen(tc_dev *dev)
+{
+	return dev->ops->health_gen ? dev->ops->health_gen(dev) : 0;
+}
+
 int tc_dev_range_redundancy(tc_dev *dev, uint64_t off, uint64_t len)
 {
 	if (dev->ops->range_redundancy)

@@ -32,6 +32,8 @@ struct tc_dev_ops {
 	/* Optional, redundant devices whose protection differs by range (arrays): see
 	 * tc_dev_range_redundancy. */
 	int (*range_redundancy)(struct tc_dev *dev, uint64_t off, uint64_t len);
+	/* Optional: tc_dev_health_gen. */
+	uint64_t (*health_gen)(struct tc_dev *dev);
 };
 
 /*
@@ -57,6 +59,14 @@ struct tc_dev_queue_stats {
  * byte.  -1 when the device has failed.  Any thread.
  */
 int tc_dev_range_redundancy(tc_dev *dev, uint64_t off, uint64_t len);
+
+/*
+ * tc_dev_health_gen - a count that grows whenever a part of @dev fails (an array: a
+ * member became faulty, in the array or in one of its member arrays), even where the
+ * device's redundancy, and so its events, stay the same (a RAID 10 losing a member of
+ * another pair).  0 for devices without parts.  Any thread.
+ */
+uint64_t tc_dev_health_gen(tc_dev *dev);
 
 struct tc_dev {
 	const struct tc_dev_ops *ops;

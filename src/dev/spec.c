@@ -27,7 +27,8 @@ int tc_array_spec_member(const char *list, unsigned i, char *buf, size_t len)
 			if (depth < 0)
 				return -EINVAL;
 		}
-		if (depth || q == p)
+		/* Unpaired brackets, an empty member, a list that ends in a comma. */
+		if (depth || q == p || (*q == ',' && !q[1]))
 			return -EINVAL;
 		if (k == i) {
 			bool nested = *p == '[';
@@ -89,12 +90,14 @@ static int open_array_spec(tc_ctx *ctx, const char *spec, unsigned flags, uint64
 			break;
 		}
 		/* A leg of a RAID 50 / 60 is an array spec of its own, in brackets: a bare
-		 * one would take the rest of the list as its members. */
-		if ((kind == 0) == !strncmp(m, "array:", 6)) {
-			tc_err(ctx, "device spec \"%s\": \"%s\": %s", spec, m, kind ?
-			       "only an array spec goes in brackets" :
+		 * one would take the rest of the list as its members.  One level: a leg's
+		 * members are devices. */
+		if ((kind == 0) == !strncmp(m, "array:", 6) || (kind == 1 && strchr(m, '['))) {
+			tc_err(ctx, "device spec \"%s\": \"%s\": %s", spec, m, kind == 0 ?
 			       "a member that is an array goes in brackets: "
-			       "array:[array:A,B,C],[array:D,E,F]");
+			       "array:[array:A,B,C],[array:D,E,F]" : strchr(m, '[') ?
+			       "a leg's members are devices, not arrays (one level of brackets)" :
+			       "only an array spec goes in brackets");
 			r = -EINVAL;
 			break;
 		}

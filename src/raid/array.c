@@ -435,9 +435,9 @@ int array_check(tc_ctx *ctx, const struct tc_array_opts *o, tc_dev **members,
 			return -EINVAL;
 		}
 	}
-	if (chunk < members[0]->lbs) {
-		tc_err(ctx, "array: chunk %" PRIu32 " below the members' block size %" PRIu32,
-		       chunk, members[0]->lbs);
+	if (chunk < members[0]->lbs || chunk % members[0]->lbs) {
+		tc_err(ctx, "array: chunk %" PRIu32 " is not a whole number of the members' "
+		       "blocks of %" PRIu32 " bytes", chunk, members[0]->lbs);
 		return -EINVAL;
 	}
 	*levelp = l;
@@ -1379,14 +1379,39 @@ static int array_range_redundancy(struct tc_dev *dev, uint64_t off, uint64_t len
 	for (uint64_t done = 0; done < len && off + done < a->dev.size;) {
 		struct raid_extent ext;
 		a->level->map(a, off + done, len - done, &ext);
-		int readable = 0;
-		for (unsigned c = 0; c < ext.ncopies; c++)
-			readable += array_member_readable(a, ext.copy[c].member, ext.copy[c].offset);
-		if (readable - 1 < least)
-			least = readable - 1;
+		/* Copies readable, plus the least redundancy of a member holding one (a
+		 * RAID 0 over mirrors: the mirror's), as array_redundancy_now counts. */
+		int readable = 0, inner = 255;
+		for (unsigned c = 0; c < ext.ncopies; c++) {
+			unsigned mb = ext.copy[c].member;
+			if (!array_member_readable(a, mb, ext.copy[c].offset))
+				continue;
+			readable++;
+			tc_dev *md = atomic_load(&a->m[mb].dev);
+			int r = md ? tc_dev_range_redundancy(md, ext.copy[c].offset + a->data_offset,
+							     ext.len) : 0;
+			if (r < inner)
+				inner = r < 0 ? 0 : r;
+		}
+		int here = readable ? readable - 1 + inner : -1;
+		if (here < least)
+			least = here;
 		done += ext.len ? ext.len : len - done;
 	}
 	return least;
+}
+
+/* Member failures here and in member arrays. */
+static uint64_t array_health_gen(struct tc_dev *dev)
+{
+	struct tc_array *a = (struct tc_array *)dev;
+	uint64_t g = atomic_load(&a->fail_count);
+	for (unsigned i = 0; i < a->n; i++) {
+		tc_dev *md = atomic_load(&a->m[i].dev);
+		if (md)
+			g += tc_dev_health_gen(md);
+	}
+	return g;
 }
 
 static const struct tc_dev_ops array_ops = {
@@ -1394,4 +1419,5 @@ static const struct tc_dev_ops array_ops = {
 	.submit = array_submit,
 	.close = array_close,
 	.range_redundancy = array_range_redundancy,
+	.health_gen = array_health_gen,
 };

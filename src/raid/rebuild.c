@@ -1343,7 +1343,12 @@ int tc_array_remove(tc_dev *array, const char *name)
 			continue;
 		int st = atomic_load(&a->m[i].state);
 		struct array_disk *cur = atomic_load(&a->m[i].disk);
-		if (st != TC_MEMBER_FAULTY) {
+		if (a->level->id == TC_RAID0) {
+			/* Nothing takes its place, and a host holds a RAID 0's members (the
+			 * legs of a RAID 50 / 60) for the array's life: tc_array_member. */
+			ret = -EBUSY;
+			why = "is a member of a RAID 0, which keeps its members";
+		} else if (st != TC_MEMBER_FAULTY) {
 			ret = -EBUSY;
 			why = st == TC_MEMBER_ACTIVE ? "is active (fail it first)"
 				: "is rebuilding (fail it first)";

@@ -1847,9 +1847,10 @@ int tc_array_assemble(tc_ctx *ctx, tc_dev **devs, unsigned n, unsigned flags,
 		}
 		pthread_mutex_unlock(&p->lock);
 		if (upgrade)
-			tc_info(ctx, "array %s: its write-intent map keeps its bits while degraded "
-				"from now on: members that leave from now on can be re-added",
-				R->name);
+			tc_warn(ctx, "array %s: its write-intent map keeps its bits while degraded "
+				"from now on, so that members that leave from now on can be "
+				"re-added; versions of tiercache before this one no longer "
+				"assemble it", R->name);
 		r = sb_persist(a);
 		if (r) {
 			tc_err(ctx, "array %s: cannot mark the array in use on its members: %s",

@@ -30,6 +30,8 @@ expect_fail 1 'a member that is an array goes in brackets: array:\[array:A,B,C\]
 	tc create backing "array:$LA,$LB" --name v60
 expect_fail 1 'brackets that do not pair' tc create backing "array:[$LA" --name v60
 expect_fail 1 'only an array spec goes in brackets' tc create backing "array:[$T/a0]" --name v60
+expect_fail 1 'one level of brackets' tc create backing "array:[array:[$LA]],[$LB]" --name v60
+expect_fail 1 'brackets that do not pair' tc create backing "array:[$LA],[$LB]," --name v60
 
 R60="array:[$LA],[$LB]"
 tc create backing "$R60" --name v60 >/dev/null

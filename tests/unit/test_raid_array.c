@@ -863,6 +863,12 @@ static void test_raid60_odd_stripe(void **state)
 	assert_int_equal(tc_array_fail_member(leg[1], 2), 0);
 	assert_int_equal(tc_dev_pread(array, back, info.size, 0), 0);
 	assert_memory_equal(back, data, info.size);
+	/* The legs are the RAID 0's for its life (a host lists them: tc_array_member). */
+	assert_ptr_equal(tc_array_member(array, 1), leg[1]);
+	assert_null(tc_array_member(array, 2));
+	assert_int_equal(tc_array_remove(array, "1"), -EBUSY);
+	assert_non_null(strstr(last_err, "is a member of a RAID 0, which keeps its members"));
+	assert_ptr_equal(tc_array_member(array, 1), leg[1]);
 	free(data);
 	free(back);
 	tc_dev_close(array);
