@@ -235,6 +235,108 @@ static int assemble_backing(tc_host *h, struct host_dev *b)
  * spec: a global spare an array took is named alone at the next start (serve --spare)
  * while the array may be named by its old members.  *@out is a new list of *@nout
  * malloc'ed specs. */
+/* The array uuid the member superblock of device @spec names, into @out ("" when none:
+ * not an array member, or what tc_dev_probe finds there is something else: a device
+ * formatted over a member later, as a cache keeping a member's copy 1, is what it was
+ * formatted as). */
+static void member_uuid(tc_ctx *ctx, const char *spec, unsigned dev_flags, char out[37])
+{
+	struct tc_probe *p = calloc(1, sizeof(*p));
+	struct stat st;
+	tc_dev *d;
+	out[0] = 0;
+	if (p && host_spec_stat(spec, &st) == 0 &&
+	    tc_dev_open_spec(ctx, spec, (dev_flags & ~(TC_DEV_EXCLUSIVE | TC_DEV_CREATE)) |
+			     TC_DEV_READONLY, 0, 0, &d) == 0) {
+		if (tc_dev_probe(ctx, d, p) == 0 && p->kind == TC_PROBE_ARRAY)
+			snprintf(out, 37, "%s", p->uuid);
+		tc_dev_close(d);
+	}
+	free(p);
+}
+
+/* A leg of a RAID 50 / 60 given in brackets in an "array:" spec: which spec, which of
+ * its members, the leg's uuid (its first member's). */
+struct host_leg {
+	unsigned spec, member;
+	char uuid[37];
+};
+
+/* The legs among @specs (their first members probed), into a new *@legs. */
+static int find_legs(tc_ctx *ctx, const char *const *specs, const bool *array_spec,
+		     unsigned nspecs, unsigned dev_flags, struct host_leg **legs,
+		     unsigned *nlegs)
+{
+	*legs = NULL;
+	*nlegs = 0;
+	for (unsigned i = 0; i < nspecs; i++) {
+		if (!array_spec[i])
+			continue;
+		size_t len = strlen(specs[i]) + 1;
+		char *m = malloc(len), *first = malloc(len);
+		for (unsigned k = 0; m && first; k++) {
+			int kind = tc_array_spec_member(specs[i] + 6, k, m, len);
+			if (kind < 0)
+				break;
+			if (kind != 1 || strncmp(m, "array:", 6) ||
+			    tc_array_spec_member(m + 6, 0, first, len) != 0)
+				continue;
+			struct host_leg *g = realloc(*legs, (*nlegs + 1) * sizeof(**legs));
+			if (!g)
+				break;
+			*legs = g;
+			g[*nlegs] = (struct host_leg){ .spec = i, .member = k };
+			member_uuid(ctx, first, dev_flags, g[*nlegs].uuid);
+			if (g[*nlegs].uuid[0])
+				(*nlegs)++;
+		}
+		bool ok = m && first;
+		free(m);
+		free(first);
+		if (!ok)
+			return -ENOMEM;
+	}
+	return 0;
+}
+
+/* Spec @spec (an "array:" spec) with the devices @specs[j] of @leg_of[j] == a leg of it
+ * (index into @legs) added to that leg's brackets.  Returns a new string or NULL. */
+static char *join_legs(const char *spec, unsigned i, const char *const *specs,
+		       const int *leg_of, unsigned nspecs, const struct host_leg *legs)
+{
+	size_t len = strlen(spec) + 1;
+	for (unsigned j = 0; j < nspecs; j++)
+		if (leg_of[j] >= 0 && legs[leg_of[j]].spec == i)
+			len += strlen(specs[j]) + 1;
+	char *out = malloc(len), *m = malloc(strlen(spec) + 1);
+	if (!out || !m) {
+		free(out);
+		free(m);
+		return NULL;
+	}
+	strcpy(out, "array:");
+	for (unsigned k = 0;; k++) {
+		int kind = tc_array_spec_member(spec + 6, k, m, strlen(spec) + 1);
+		if (kind < 0)
+			break;
+		if (k)
+			strcat(out, ",");
+		if (kind == 1)
+			strcat(out, "[");
+		strcat(out, m);
+		for (unsigned j = 0; kind == 1 && j < nspecs; j++)
+			if (leg_of[j] >= 0 && legs[leg_of[j]].spec == i &&
+			    legs[leg_of[j]].member == k) {
+				strcat(out, ",");
+				strcat(out, specs[j]);
+			}
+		if (kind == 1)
+			strcat(out, "]");
+	}
+	free(m);
+	return out;
+}
+
 static int group_array_members(tc_ctx *ctx, const char *const *specs, unsigned nspecs,
 			       unsigned dev_flags, char ***out, unsigned *nout)
 {
@@ -242,51 +344,63 @@ static int group_array_members(tc_ctx *ctx, const char *const *specs, unsigned n
 	char (*uuid)[37] = calloc(nspecs ? nspecs : 1, sizeof(*uuid));
 	int *group = calloc(nspecs ? nspecs : 1, sizeof(*group));
 	bool *array_spec = calloc(nspecs ? nspecs : 1, sizeof(*array_spec));
-	unsigned n = 0;
+	int *leg_of = calloc(nspecs ? nspecs : 1, sizeof(*leg_of));
+	struct host_leg *legs = NULL;
+	unsigned n = 0, nlegs = 0;
 	int r = 0;
 
-	if (!list || !uuid || !group || !array_spec) {
+	if (!list || !uuid || !group || !array_spec || !leg_of) {
 		r = -ENOMEM;
 		goto out;
 	}
 	for (unsigned i = 0; i < nspecs; i++) {
-		tc_dev *d;
-		struct tc_probe *p = calloc(1, sizeof(*p));
-		uuid[i][0] = 0;
 		group[i] = -1;
-		struct stat st;
-		/* tc_dev_probe's verdict, not the array superblock's alone: a device
-		 * formatted over a member later (a cache keeps a member's copy 1) is what
-		 * it was formatted as. */
-		/* An "array:" spec: the uuid its first member names. */
+		leg_of[i] = -1;
+		/* An "array:" spec: the uuid its first member names (none for a RAID 50 /
+		 * 60 named by its legs: those are found below). */
 		bool arr = !strncmp(specs[i], "array:", 6);
-		char first[4096];
-		snprintf(first, sizeof(first), "%s", arr ? specs[i] + 6 : specs[i]);
-		first[strcspn(first, ",")] = 0;
-		if (p && host_spec_stat(first, &st) == 0 &&
-		    tc_dev_open_spec(ctx, first, (dev_flags & ~(TC_DEV_EXCLUSIVE |
-				     TC_DEV_CREATE)) | TC_DEV_READONLY, 0, 0, &d) == 0) {
-			if (tc_dev_probe(ctx, d, p) == 0 && p->kind == TC_PROBE_ARRAY)
-				snprintf(uuid[i], sizeof(uuid[i]), "%s", p->uuid);
-			tc_dev_close(d);
+		size_t len = strlen(specs[i]) + 1;
+		char *first = malloc(len);
+		if (!first) {
+			r = -ENOMEM;
+			goto out;
 		}
-		free(p);
-		if (arr) {
-			array_spec[i] = true;
-			if (!uuid[i][0])
-				continue;
-		}
+		if (!arr)
+			snprintf(first, len, "%s", specs[i]);
+		else if (tc_array_spec_member(specs[i] + 6, 0, first, len) != 0)
+			first[0] = 0;
+		uuid[i][0] = 0;
+		if (*first)
+			member_uuid(ctx, first, dev_flags, uuid[i]);
+		free(first);
+		array_spec[i] = arr;
 	}
-	/* The member given alone of an array also given as a spec joins that spec. */
-	for (unsigned j = 0; j < nspecs; j++)
+	r = find_legs(ctx, specs, array_spec, nspecs, dev_flags, &legs, &nlegs);
+	if (r)
+		goto out;
+	/* The member given alone of an array also given as a spec joins that spec, or
+	 * the leg in brackets of that uuid. */
+	for (unsigned j = 0; j < nspecs; j++) {
 		for (unsigned i = 0; !array_spec[j] && uuid[j][0] && i < nspecs; i++)
 			if (array_spec[i] && !strcmp(uuid[i], uuid[j])) {
 				group[j] = (int)i;   /* an index into @specs until placed */
 				break;
 			}
+		for (unsigned g = 0; !array_spec[j] && group[j] < 0 && uuid[j][0] && g < nlegs; g++)
+			if (!strcmp(legs[g].uuid, uuid[j]))
+				leg_of[j] = (int)g;
+	}
 	for (unsigned i = 0; i < nspecs && !r; i++) {
-		if (group[i] >= 0 && !array_spec[i])
+		if ((group[i] >= 0 || leg_of[i] >= 0) && !array_spec[i])
 			continue;   /* placed with its group, or joins an "array:" spec */
+		bool to_legs = false;
+		for (unsigned j = 0; j < nspecs; j++)
+			to_legs |= leg_of[j] >= 0 && legs[leg_of[j]].spec == i;
+		if (array_spec[i] && to_legs) {
+			if (!(list[n++] = join_legs(specs[i], i, specs, leg_of, nspecs, legs)))
+				r = -ENOMEM;
+			continue;
+		}
 		if (array_spec[i]) {
 			size_t len = strlen(specs[i]) + 1;
 			for (unsigned j = 0; j < nspecs; j++)
@@ -341,6 +455,8 @@ out:
 	free(uuid);
 	free(group);
 	free(array_spec);
+	free(leg_of);
+	free(legs);
 	*out = list;
 	*nout = n;
 	return r;

@@ -5,7 +5,8 @@
 # is one leg stripe, named as one device with the legs in brackets
 # (array:[array:...],[array:...]); fio verify through it; `array status` lists the legs
 # with the RAID 60; a global spare takes the place of a leg's failed member and
-# rebuilds it while fio verifies; a restart with the leg named by its members of now.
+# rebuilds it while fio verifies; restarts with the old spec and the spare given with
+# --spare (it joins its leg), and with the leg named by its members of now.
 # Bad specs refused with their messages.
 . "$(dirname "$0")/lib.sh"
 need fio
@@ -67,6 +68,16 @@ wait_until 60 leg_active
 bg_wait "$VER" || { tail -n 20 "$BG_LOG" >&2; fail "fio verify during the leg's rebuild"; }
 # shellcheck disable=SC2086
 fio_nbd v60 w2 $W $COMMON --randseed=62 --offset=64m --size=16m --do_verify=1
+stop_server
+
+log "restart with the old spec and --spare s0: the spare, a6's member now, joins its leg"
+serve --spare s0 "$R60"
+[ "$(ctl array status --json a6 | json_get - arrays 0 members slot=1 device)" = "$T/s0" ] ||
+	fail "s0 not back in slot 1 of a6: $(ctl array status a6)"
+[ "$(ctl array status --json a6 | json_get - arrays 0 state)" = active ] ||
+	fail "a6 after the restart: $(ctl array status a6)"
+# shellcheck disable=SC2086
+fio_nbd v60 v0 $W $COMMON --size=64m --verify_only
 stop_server
 
 log "restart: the leg named by its members of now"
