@@ -52,6 +52,11 @@
  * array (mkfs's first step), which the record makes a no-op.
  *
  *   tc-bench-raid --unwritten [--dir DIR] [--member-mib MIB] [--rounds N] [--seconds S]
+ *
+ * --readd: a member that left and came back, re-added (the write-intent map's regions
+ * resynced) against rebuilt whole (bench_readd).
+ *
+ *   tc-bench-raid --readd [--dir DIR] [--member-mib MIB] [--rounds N]
  */
 #include <errno.h>
 #include <getopt.h>
@@ -303,13 +308,26 @@ static int bench_replace(const char *dir, uint64_t msize, unsigned rounds, doubl
 
 /* ---- a rebuild where a quarter of the array was ever written ----------------------- */
 
+static tc_dev *written_array(tc_ctx *ctx, const char *dir, unsigned r, uint64_t msize,
+			     bool record, enum tc_array_consistency pol, unsigned every,
+			     uint64_t *region, uint8_t *bufs, tc_dev **m);
+
 /* A RAID 6 of MEMBERS emulated HDDs with superblocks, with (@record) or without the
  * record of the regions written; every 4th run of @region member bytes written (full
  * stripes, 1 MiB requests); its members in @m. */
 static tc_dev *unwritten_array(tc_ctx *ctx, const char *dir, unsigned r, uint64_t msize,
 			       bool record, uint64_t *region, uint8_t *bufs, tc_dev **m)
 {
-	struct tc_array_opts ao = { .level = TC_RAID6, .chunk = 256 * KIB };
+	return written_array(ctx, dir, r, msize, record, TC_CONSISTENCY_DEFAULT, 4, region,
+			     bufs, m);
+}
+
+/* The same, with the consistency policy @pol, every @every-th run written. */
+static tc_dev *written_array(tc_ctx *ctx, const char *dir, unsigned r, uint64_t msize,
+			     bool record, enum tc_array_consistency pol, unsigned every,
+			     uint64_t *region, uint8_t *bufs, tc_dev **m)
+{
+	struct tc_array_opts ao = { .level = TC_RAID6, .chunk = 256 * KIB, .consistency = pol };
 	tc_dev *a;
 
 	for (unsigned i = 0; i < MEMBERS; i++)
@@ -323,7 +341,7 @@ static tc_dev *unwritten_array(tc_ctx *ctx, const char *dir, unsigned r, uint64_
 	if (record)
 		*region = st.written_region_size;
 	uint64_t run = *region * (MEMBERS - 2);
-	for (uint64_t off = 0; off + run <= msize * (MEMBERS - 2); off += 4 * run)
+	for (uint64_t off = 0; off + run <= msize * (MEMBERS - 2); off += every * run)
 		for (uint64_t x = 0; x < run; x += REQ)
 			CHECK(tc_dev_io(a, TC_OP_WRITE, 0, bufs, REQ, off + x), "write");
 	CHECK(tc_dev_flush(a), "flush");
@@ -419,6 +437,72 @@ static int bench_unwritten(const char *dir, uint64_t msize, unsigned rounds, dou
 	       "(%.4f)\n", d0, d1, d0 / d1);
 	printf("  random 4 KiB writes QD %u on a fresh array (first writes to every region): "
 	       "with %.0f IOPS, without %.0f (%.2f)\n", QD, w0, w1, w0 / w1);
+	free(bufs);
+	tc_ctx_free(ctx);
+	return 0;
+}
+
+/* ---- a member back: re-add against a whole rebuild --------------------------------- */
+
+/*
+ * --readd: a member that left and came back (tc_array_re_add) against the same member
+ * rebuilt whole, as without re-add (a blank spare).  The RAID 6 of emulated HDDs with
+ * the write-intent map, a quarter of its regions written; member 1 fails, every 16th
+ * region is written again while it is away (full stripes); then, alternating: the
+ * member re-added (the map's regions resynced) or a blank spare added (every region
+ * ever written rebuilt).  Time to a whole array, and bytes read from the survivors.
+ */
+static int bench_readd(const char *dir, uint64_t msize, unsigned rounds)
+{
+	tc_ctx *ctx;
+	uint8_t *bufs = bench_setup(&ctx, QD * REQ, 0x5a);
+	double secs[2][MAX_ROUNDS], gib[2][MAX_ROUNDS];
+	uint64_t region = 0, mb_away = 0;
+
+	for (unsigned r = 0; r < rounds; r++)
+		for (unsigned v = 0; v < 2; v++) {      /* 0: re-add, 1: a whole rebuild */
+			tc_dev *m[MEMBERS];
+			tc_dev *a = written_array(ctx, dir, r, msize, true, TC_CONSISTENCY_BITMAP,
+						  4, &region, bufs, m);
+			struct tc_array_rebuild_opts ro = { .max_rate = UINT64_MAX,
+							    .priority = 100 };
+			CHECK(tc_array_set_rebuild(a, &ro), "rebuild rates");
+			/* Long after those writes (their bits cleared, 5 s after the last), the
+			 * member fails. */
+			struct tc_array_status st;
+			for (int w = 0; w < 100 && !tc_array_status(a, &st) && st.map_dirty; w++)
+				nanosleep(&(struct timespec){ .tv_nsec = 200000000 }, NULL);
+			CHECK(tc_array_fail_member(a, 1), "fail");
+			uint64_t run = region * (MEMBERS - 2), away = 0;
+			for (uint64_t off = 0; off + run <= msize * (MEMBERS - 2); off += 16 * run)
+				for (uint64_t x = 0; x < run; x += REQ, away += REQ)
+					CHECK(tc_dev_io(a, TC_OP_WRITE, 0, bufs, REQ, off + x), "write");
+			CHECK(tc_dev_flush(a), "flush");
+			mb_away = away / MIB;
+			tc_dev *back;
+			if (v == 0)
+				CHECK(tc_dev_new_emu(ctx, "hdd", emu_path(dir, r, 1), 0, 0, &back),
+				      "the member again");
+			else
+				back = emu_new(ctx, emu_path(dir, r, 7), msize + TC_ARRAY_DATA_OFFSET);
+			uint64_t read0 = members_read(m, 1), t0 = now_ns();
+			CHECK(v == 0 ? tc_array_re_add(a, back) : tc_array_add_spare(a, back),
+			      v == 0 ? "re-add" : "spare");
+			CHECK(tc_array_wait(a), "resync");
+			secs[v][r] = (double)(now_ns() - t0) / 1e9;
+			gib[v][r] = (double)(members_read(m, 1) - read0) / (double)GIB;
+			rebuild_close(a, dir, r);
+			remove(emu_path(dir, r, 7));
+		}
+	double s0 = bench_median(secs[0], rounds), s1 = bench_median(secs[1], rounds);
+	double g0 = bench_median(gib[0], rounds), g1 = bench_median(gib[1], rounds);
+	printf("RAID 6 of %u emulated HDDs (profile hdd), chunk 256 KiB, %" PRIu64 " MiB "
+	       "members, every 4th region of %" PRIu64 " MiB written, %" PRIu64 " MiB written "
+	       "while member 1 was away, %u rounds\n", MEMBERS, msize / MIB, region / MIB,
+	       mb_away, rounds);
+	printf("  member 1 back: re-added %.2f s, survivors read %.3f GiB; rebuilt whole "
+	       "(a blank spare) %.2f s, %.3f GiB (time %.3f, reads %.3f)\n", s0, g0, s1, g1,
+	       s0 / s1, g0 / g1);
 	free(bufs);
 	tc_ctx_free(ctx);
 	return 0;
@@ -541,6 +625,9 @@ static void usage(void)
 	       "               with and without the record of the regions written: rebuild\n"
 	       "               time, bytes read from the survivors, random read IOPS during\n"
 	       "               a rebuild\n"
+	       "  --readd      instead: that RAID 6 with the write-intent map, a member away\n"
+	       "               while 1/16 of its regions are written: re-added against\n"
+	       "               rebuilt whole (time, bytes read from the survivors)\n"
 	       "  --dir DIR    the modes above: folder of the emulated HDDs' files\n"
 	       "               (default /tmp)\n"
 	       "  --member-mib MIB  the modes above: member size (default 256)\n"
@@ -559,6 +646,7 @@ int main(int argc, char **argv)
 		{ "hdd", no_argument, NULL, 'H' },
 		{ "replace", no_argument, NULL, 'P' },
 		{ "unwritten", no_argument, NULL, 'U' },
+		{ "readd", no_argument, NULL, 'A' },
 		{ "dir", required_argument, NULL, 'd' },
 		{ "member-mib", required_argument, NULL, 'm' },
 		{ "seconds", required_argument, NULL, 't' },
@@ -567,7 +655,7 @@ int main(int argc, char **argv)
 	};
 	uint64_t size_mib = 256, member_mib = 256;
 	unsigned rounds = 5, depth = 0;
-	bool rebuild = false, hdd = false, replace = false, unwritten = false;
+	bool rebuild = false, hdd = false, replace = false, unwritten = false, readd = false;
 	const char *dir = "/tmp";
 	double seconds = 3;
 	int c;
@@ -585,6 +673,9 @@ int main(int argc, char **argv)
 			break;
 		case 'U':
 			unwritten = true;
+			break;
+		case 'A':
+			readd = true;
 			break;
 		case 'd':
 			dir = optarg;
@@ -626,6 +717,8 @@ int main(int argc, char **argv)
 		return bench_replace(dir, member_mib * MIB, rounds, seconds);
 	if (unwritten)
 		return bench_unwritten(dir, member_mib * MIB, rounds, seconds);
+	if (readd)
+		return bench_readd(dir, member_mib * MIB, rounds);
 	if (rebuild)
 		return bench_rebuild(dir, member_mib * MIB, rounds, seconds, depth);
 	uint64_t size = size_mib * MIB;
