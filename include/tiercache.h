@@ -1462,6 +1462,10 @@ int tc_dev_new_array(tc_ctx *ctx, const struct tc_array_opts *o, tc_dev **member
  */
 int tc_array_fail_member(tc_dev *array, unsigned i);
 
+/* tc_array_level - @array's RAID level (enum tc_raid_level_id), or -EINVAL when it is
+ * not an array.  Any thread, no lock. */
+int tc_array_level(tc_dev *array);
+
 /* tc_array_member - the device in slot @i (0-based) of @array, or NULL (not an array,
  * @i past the last slot, the slot empty).  Valid until the slot's device changes (a
  * spare's takeover, tc_array_remove) or the array closes; a RAID 0 never changes its

@@ -228,13 +228,6 @@ static int assemble_backing(tc_host *h, struct host_dev *b)
 	return export_add(h, b, NULL, NULL, TC_EXPORT_DEGRADED, NULL);
 }
 
-/* Array members among @specs: the devices whose superblock is an array member's,
- * grouped by array uuid, each group replaced by one "array:M1,M2,..." spec where its
- * first member was (tc_dev_open_spec assembles it).  A member given alone whose array
- * is also given as an "array:..." spec (its first member tells the uuid) joins that
- * spec: a global spare an array took is named alone at the next start (serve --spare)
- * while the array may be named by its old members.  *@out is a new list of *@nout
- * malloc'ed specs. */
 /* The array uuid the member superblock of device @spec names, into @out ("" when none:
  * not an array member, or what tc_dev_probe finds there is something else: a device
  * formatted over a member later, as a cache keeping a member's copy 1, is what it was
@@ -278,15 +271,21 @@ static int find_legs(tc_ctx *ctx, const char *const *specs, const bool *array_sp
 			int kind = tc_array_spec_member(specs[i] + 6, k, m, len);
 			if (kind < 0)
 				break;
-			if (kind != 1 || strncmp(m, "array:", 6) ||
-			    tc_array_spec_member(m + 6, 0, first, len) != 0)
+			if (kind != 1 || strncmp(m, "array:", 6))
 				continue;
 			struct host_leg *g = realloc(*legs, (*nlegs + 1) * sizeof(**legs));
-			if (!g)
-				break;
+			if (!g) {
+				free(m);
+				free(first);
+				return -ENOMEM;
+			}
 			*legs = g;
 			g[*nlegs] = (struct host_leg){ .spec = i, .member = k };
-			member_uuid(ctx, first, dev_flags, g[*nlegs].uuid);
+			/* The first of its members that names an array (one may be gone: a
+			 * spare took its place). */
+			for (unsigned f = 0; !g[*nlegs].uuid[0] &&
+			     tc_array_spec_member(m + 6, f, first, len) == 0; f++)
+				member_uuid(ctx, first, dev_flags, g[*nlegs].uuid);
 			if (g[*nlegs].uuid[0])
 				(*nlegs)++;
 		}
@@ -317,8 +316,13 @@ static char *join_legs(const char *spec, unsigned i, const char *const *specs,
 	strcpy(out, "array:");
 	for (unsigned k = 0;; k++) {
 		int kind = tc_array_spec_member(spec + 6, k, m, strlen(spec) + 1);
-		if (kind < 0)
+		if (kind == -ENOENT)
 			break;
+		if (kind < 0) {
+			/* Malformed: left as given, for its open to say why. */
+			strcpy(out, spec);
+			break;
+		}
 		if (k)
 			strcat(out, ",");
 		if (kind == 1)
@@ -337,6 +341,13 @@ static char *join_legs(const char *spec, unsigned i, const char *const *specs,
 	return out;
 }
 
+/* Array members among @specs: the devices whose superblock is an array member's,
+ * grouped by array uuid, each group replaced by one "array:M1,M2,..." spec where its
+ * first member was (tc_dev_open_spec assembles it).  A member given alone whose array
+ * is also given as an "array:..." spec (its first member tells the uuid) joins that
+ * spec: a global spare an array took is named alone at the next start (serve --spare)
+ * while the array may be named by its old members.  *@out is a new list of *@nout
+ * malloc'ed specs. */
 static int group_array_members(tc_ctx *ctx, const char *const *specs, unsigned nspecs,
 			       unsigned dev_flags, char ***out, unsigned *nout)
 {
@@ -692,12 +703,7 @@ static bool is_array(tc_dev *d)
 static bool raid0_of_arrays(tc_dev *a)
 {
 	tc_dev *first = tc_array_member(a, 0);
-	if (!first || !is_array(first))
-		return false;
-	struct tc_array_status *st = malloc(sizeof(*st));
-	bool r0 = st && !tc_array_status(a, st) && st->level == TC_RAID0;
-	free(st);
-	return r0;
+	return tc_array_level(a) == TC_RAID0 && first && is_array(first);
 }
 
 tc_dev *tc_host_array_at(tc_host *h, unsigned i, const char **spec)

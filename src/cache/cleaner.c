@@ -833,14 +833,15 @@ static int line_exposed(struct tc_cache *c, struct tc_volume *v, uint64_t line)
  */
 static uint64_t *survivors_first(struct tc_cache *c, struct tc_volume *v,
 				 const uint64_t *groups, uint32_t m, bool lps, uint32_t cap,
-				 uint32_t *cnt)
+				 uint64_t gen, uint32_t *cnt)
 {
-	uint64_t gen = tc_dev_health_gen(c->dev);
 	if (atomic_load(&c->wb_hold) != TC_HOLD_DEGRADED || v->exposed_gen == gen || !m)
 		return NULL;
 	uint64_t total = m;
 	for (uint32_t i = 0; !lps && i < m; i++)
 		total += (uint32_t)groups[i];
+	if (total > (uint64_t)cap + m)
+		total = (uint64_t)cap + m;   /* at most @cap singles, then the groups */
 	uint64_t *out = malloc(sizeof(uint64_t) * total);
 	uint8_t *rest = calloc(m, 1);
 	uint32_t k = 0, nexp = 0, nplain = 0;
@@ -892,6 +893,8 @@ static uint64_t *survivors_first(struct tc_cache *c, struct tc_volume *v,
 static void scan_dirty(struct tc_cache *c, struct tc_volume *v, bool rf, uint64_t rlo,
 		       uint64_t rhi, uint32_t lps, bool partial)
 {
+	/* Read once: a failure during the scan makes the next one (batch_collect). */
+	uint64_t health = tc_dev_health_gen(c->dev);
 	struct tc_cleaner *cl = &c->cleaner;
 	struct tc_dirty_index *d = &v->dirty_ix;
 	uint64_t *groups = NULL;
@@ -931,7 +934,7 @@ static void scan_dirty(struct tc_cache *c, struct tc_volume *v, bool rf, uint64_
 	}
 	sort_from_cursor(groups, nf, v->clean_cursor);
 	sort_from_cursor(groups + nf, m - nf, v->clean_cursor);
-	uint64_t *first = survivors_first(c, v, groups, m, stripes, cl->scan_cap, &m);
+	uint64_t *first = survivors_first(c, v, groups, m, stripes, cl->scan_cap, health, &m);
 	if (first) {
 		free(groups);
 		groups = first;
@@ -949,7 +952,7 @@ done:
 	cl->scan_lo = rlo;
 	cl->scan_hi = rhi;
 	cl->scan_partial = partial;
-	cl->scan_health = tc_dev_health_gen(c->dev);
+	cl->scan_health = health;
 }
 
 /*

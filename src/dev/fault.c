@@ -251,8 +251,21 @@ static void fault_close(struct tc_dev *dev)
 	free(fdev);
 }
 
+/* The inner device's view of its ranges and its parts (a fault layer over a pool). */
+static int fault_range_redundancy(struct tc_dev *dev, uint64_t off, uint64_t len)
+{
+	return tc_dev_range_redundancy(((struct fault_dev *)dev)->inner, off, len);
+}
+
+static uint64_t fault_health_gen(struct tc_dev *dev)
+{
+	return tc_dev_health_gen(((struct fault_dev *)dev)->inner);
+}
+
 static const struct tc_dev_ops fault_ops = {
 	.name = "fault",
 	.submit = fault_submit,
 	.close = fault_close,
+	.range_redundancy = fault_range_redundancy,
+	.health_gen = fault_health_gen,
 };

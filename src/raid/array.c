@@ -200,6 +200,7 @@ static bool member_fail(struct tc_array *a, unsigned i, const char *why, int err
 	}
 	atomic_fetch_or(&a->faulty, 1u << i);
 	atomic_fetch_add(&a->fail_count, 1);
+	atomic_fetch_add(&a->health, 1);
 	const char *name = a->m[i].dev ? a->m[i].dev->name : "removed";
 	if (err)
 		tc_log(a->dev.ctx, level, "array %s: member %u (%s) faulty after a %s (%s)",
@@ -266,6 +267,9 @@ static void array_member_event(void *opaque, tc_dev *member, enum tc_dev_event e
 	for (unsigned i = 0; i < a->n; i++) {
 		if (!a->m[i].dev || a->m[i].dev != member)
 			continue;
+		/* A part of the member failed (a leg lost a member of its own). */
+		if (ev == TC_DEV_DEGRADED || ev == TC_DEV_FAILED)
+			atomic_fetch_add(&a->health, 1);
 		if (ev == TC_DEV_FAILED)
 			array_member_fail(a, i, "failure it reported", 0);
 		else
@@ -287,6 +291,11 @@ tc_dev *tc_array_member(tc_dev *dev, unsigned i)
 	if (i >= a->n)
 		return NULL;
 	return atomic_load(&a->m[i].dev);   /* NULL: emptied by tc_array_remove */
+}
+
+int tc_array_level(tc_dev *dev)
+{
+	return array_is_array(dev) ? (int)((struct tc_array *)dev)->level->id : -EINVAL;
 }
 
 int tc_array_fail_member(tc_dev *dev, unsigned i)
@@ -1401,17 +1410,10 @@ static int array_range_redundancy(struct tc_dev *dev, uint64_t off, uint64_t len
 	return least;
 }
 
-/* Member failures here and in member arrays. */
+/* Member failures here, and member arrays' degraded or failed events. */
 static uint64_t array_health_gen(struct tc_dev *dev)
 {
-	struct tc_array *a = (struct tc_array *)dev;
-	uint64_t g = atomic_load(&a->fail_count);
-	for (unsigned i = 0; i < a->n; i++) {
-		tc_dev *md = atomic_load(&a->m[i].dev);
-		if (md)
-			g += tc_dev_health_gen(md);
-	}
-	return g;
+	return atomic_load(&((struct tc_array *)dev)->health);
 }
 
 static const struct tc_dev_ops array_ops = {

@@ -123,6 +123,9 @@ struct tc_array {
 	pthread_mutex_t lock;           /* member state changes and events */
 	_Atomic uint32_t faulty;        /* bit per member */
 	_Atomic uint64_t fail_count;    /* members that became faulty since the open */
+	/* fail_count, and the health events of member arrays (tc_dev_health_gen): only
+	 * ever grows, read without walking the members. */
+	_Atomic uint64_t health;
 	atomic_bool failed;
 	int redundancy;                 /* under lock: last reported */
 

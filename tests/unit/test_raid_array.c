@@ -858,11 +858,17 @@ static void test_raid60_odd_stripe(void **state)
 	struct tc_array_status st;
 	assert_int_equal(tc_array_status(leg[0], &st), 0);
 	assert_int_equal(st.stripe_writes_rmw + st.stripe_writes_rcw, 0);
+	assert_int_equal(tc_dev_health_gen(array), 0);
 	assert_int_equal(tc_array_fail_member(leg[0], 1), 0);
+	/* A leg's member failing is a part of the RAID 60 failing (survivors first). */
+	assert_true(tc_dev_health_gen(array) >= 1);
+	uint64_t g = tc_dev_health_gen(array);
 	assert_int_equal(tc_array_fail_member(leg[0], 4), 0);
+	assert_true(tc_dev_health_gen(array) > g);
 	assert_int_equal(tc_array_fail_member(leg[1], 2), 0);
 	assert_int_equal(tc_dev_pread(array, back, info.size, 0), 0);
 	assert_memory_equal(back, data, info.size);
+	assert_int_equal(tc_array_level(array), TC_RAID0);
 	/* The legs are the RAID 0's for its life (a host lists them: tc_array_member). */
 	assert_ptr_equal(tc_array_member(array, 1), leg[1]);
 	assert_null(tc_array_member(array, 2));
