@@ -1454,7 +1454,12 @@ int tc_array_replace(tc_dev *array, unsigned i, tc_dev *dev)
 	atomic_store(&a->rebuild_pos, 0);
 	atomic_store(&a->m[i].old_failed, false);
 	atomic_store(&a->m[i].pending, false);
-	atomic_store(&a->m[i].old, atomic_load(&a->m[i].disk));
+	struct array_disk *was = atomic_load(&a->m[i].disk);
+	/* Its name for the log, taken now: once the lock is let go the copy may end at
+	 * once and retire it (a NULL old slot: test_threads_spare under ASan). */
+	char was_name[256];
+	snprintf(was_name, sizeof(was_name), "%s", was->dev->name);
+	atomic_store(&a->m[i].old, was);
 	atomic_store(&a->m[i].state, TC_MEMBER_REBUILDING);
 	atomic_store(&a->m[i].disk, d);
 	a->m[i].dev = dev;
@@ -1467,7 +1472,7 @@ int tc_array_replace(tc_dev *array, unsigned i, tc_dev *dev)
 	pthread_mutex_unlock(&a->lock);
 	tc_dev_watch(dev, array_member_event_fn, a);
 	tc_info(a->dev.ctx, "array %s: replacing member %u (%s) by %s", a->dev.name, i,
-		atomic_load(&a->m[i].old)->dev->name, dev->name);
+		was_name, dev->name);
 	/* As for a spare: once the call returns, an assembly finds the successor in its
 	 * slot (tc-stress --arrays --write-hole seed 174: a cut right after the replace
 	 * left it without a superblock, and the assembly refused it). */
