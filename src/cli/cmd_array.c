@@ -292,10 +292,16 @@ int cmd_create_array(int argc, char **argv, const char *help)
 				 "takes any multiple of 4K)", chunk_arg, tc_raid_level_name(level));
 	unsigned n = (unsigned)(argc - optind);
 	unsigned min = level_min(level, (unsigned)copies);
+	bool bracketed = false;
+	for (int i = optind; i < argc; i++)
+		bracketed |= !strncmp(argv[i], "array:[", 7);
 	if (n < min || n > TC_ARRAY_MAX_MEMBERS)
-		return cli_usage("create array: %u member devices for %s: it needs %u to %u%s", n,
-				 tc_raid_level_name(level), min, TC_ARRAY_MAX_MEMBERS,
-				 nspares ? " (spares not counted)" : "");
+		return cli_usage("create array: %u member devices for %s: it needs %u to %u%s%s",
+				 n, tc_raid_level_name(level), min, TC_ARRAY_MAX_MEMBERS,
+				 nspares ? " (spares not counted)" : "", bracketed ?
+				 "; give each leg of a RAID 50 / 60 as a device of its own "
+				 "(array:a0,a1,... array:b0,b1,...): the form with brackets names "
+				 "the RAID 0 once it is made" : "");
 	if (n + nspares > TC_ARRAY_MAX_MEMBERS)
 		return cli_usage("create array: %u members and %u spares: at most %u devices", n,
 				 nspares, TC_ARRAY_MAX_MEMBERS);
@@ -466,8 +472,9 @@ static const char help[] =
 "    rebuild; a restart resumes it as it was.  Refused, and the device left as it\n"
 "    was: an array without a write-intent map (consistency policy ppl, RAID 0), a\n"
 "    device that was a spare, of another array, or whose slot another member (a\n"
-"    spare) has taken since, a slot that is not faulty.  Those need `array\n"
-"    add-spare --force` and a whole rebuild.\n"
+"    spare) has taken since, a slot that is not faulty.  Those come back as spares\n"
+"    instead, a whole rebuild: `array remove` the device if the array still lists\n"
+"    it, then `array add-spare --force`.\n"
 "\n"
 "    `array remove NAME MEMBER` takes a spare, a faulty member, or a member retired\n"
 "    by a spare or a replace out of the array and closes it (MEMBER: its device as\n"

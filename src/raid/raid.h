@@ -542,6 +542,11 @@ bool array_sb_hold(struct tc_array *a, struct tc_io *io, int result);
  * 0 or the write's negative errno. */
 int array_sb_forget(struct tc_array *a, tc_dev *dev);
 
+/* What a refused re-add says to do instead (the end of its message). */
+#define RAID_READD_INSTEAD "bring it back as a spare instead, a whole rebuild: `tiercache " \
+	"array remove` it if the array still lists it, then `tiercache array add-spare " \
+	"--force`"
+
 /* array_sb_member_slot - the slot @dev held as a member of @a, by its superblock:
  * the array's uuid, a member's role (not a spare's), the member uuid the slot table
  * still records for that slot (no other member took it since), its own record of the

@@ -1157,8 +1157,8 @@ static int readd_check(struct tc_array *a, tc_dev *dev, unsigned *slot, uint8_t 
 {
 	if (!raid_map_has_intent(a)) {
 		tc_err(a->dev.ctx, "array %s keeps no write-intent map (consistency policy "
-		       "ppl): nothing tells which writes %s missed; add it as a spare (a whole "
-		       "rebuild)", a->dev.name, dev->name);
+		       "ppl): nothing tells which writes %s missed; " RAID_READD_INSTEAD,
+		       a->dev.name, dev->name);
 		return -EINVAL;
 	}
 	int r = sync_fits(a, dev, "member");

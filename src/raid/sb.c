@@ -1784,8 +1784,9 @@ int tc_array_assemble(tc_ctx *ctx, tc_dev **devs, unsigned n, unsigned flags,
 		if (absent) {
 			tc_err(ctx, "array %s: slot %s, %s the array last ran with, %s not among "
 			       "the devices given: starting without %s would leave %s stale for "
-			       "good; give every member, or start it degraded once with `tiercache "
-			       "array assemble --force`", R->name, absent_list,
+			       "good; give every member (a spare that took a slot is one: `serve "
+			       "--spare DEVICE` gives it back), or start it degraded once with "
+			       "`tiercache array assemble --force`", R->name, absent_list,
 			       absent > 1 ? "members" : "a member", absent > 1 ? "are" : "is",
 			       absent > 1 ? "them" : "it", absent > 1 ? "them" : "it");
 			tc_dev_close(dev);
@@ -1955,8 +1956,8 @@ int array_sb_member_slot(struct tc_array *a, tc_dev *dev, unsigned *slot, uint8_
 	}
 	if (r != 1) {
 		tc_err(a->dev.ctx, "array %s: %s holds no valid member superblock%s%s: it was "
-		       "no member of the array, or lost its record; add it as a spare (a whole "
-		       "rebuild)", a->dev.name, dev->name, *why ? ": " : "", why);
+		       "no member of the array, or lost its record; " RAID_READD_INSTEAD,
+		       a->dev.name, dev->name, *why ? ": " : "", why);
 		return -EINVAL;
 	}
 	char u[37], mine[37];
@@ -1976,13 +1977,13 @@ int array_sb_member_slot(struct tc_array *a, tc_dev *dev, unsigned *slot, uint8_
 	}
 	if (sb.role == RAID_SB_ROLE_SPARE) {
 		tc_err(a->dev.ctx, "array %s: %s was a hot spare of the array, holding no data: "
-		       "add it as a spare", a->dev.name, dev->name);
+		       RAID_READD_INSTEAD, a->dev.name, dev->name);
 		return -EINVAL;
 	}
 	if (!holder) {
 		tc_err(a->dev.ctx, "array %s: %s held slot %u, which another member has taken "
-		       "since (a spare rebuilt it, or a replace): its data is of no use; add "
-		       "it as a spare (a whole rebuild)", a->dev.name, dev->name, sb.role);
+		       "since (a spare rebuilt it, or a replace): its data is of no use; "
+		       RAID_READD_INSTEAD, a->dev.name, dev->name, sb.role);
 		return -EINVAL;
 	}
 	/* What the member says of itself: it held the slot whole (active), or was being
@@ -1993,15 +1994,15 @@ int array_sb_member_slot(struct tc_array *a, tc_dev *dev, unsigned *slot, uint8_
 					 (sb.slot[sb.role].flags & RAID_SB_SLOT_READD))) {
 		tc_err(a->dev.ctx, "array %s: %s was still being rebuilt into slot %u when it "
 		       "left (a spare or a replacement that had not finished): it lacks rows "
-		       "the write-intent map does not name; add it as a spare (a whole "
-		       "rebuild)", a->dev.name, dev->name, sb.role);
+		       "the write-intent map does not name; " RAID_READD_INSTEAD, a->dev.name,
+		       dev->name, sb.role);
 		return -EINVAL;
 	}
 	/* Bits cleared while it was away, by a version that did not keep them. */
 	if (sb.events < keep) {
 		tc_err(a->dev.ctx, "array %s: %s left the array at event %" PRIu64 ", before its "
 		       "write-intent map kept its bits while degraded (from event %" PRIu64
-		       "): what it missed is not known; add it as a spare (a whole rebuild)",
+		       "): what it missed is not known; " RAID_READD_INSTEAD,
 		       a->dev.name, dev->name, sb.events, keep == UINT64_MAX ? events : keep);
 		return -EINVAL;
 	}

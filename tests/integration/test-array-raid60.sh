@@ -26,6 +26,8 @@ LB="array:$T/b0,$T/b1,$T/b2,$T/b3,$T/b4"
 log "bad specs: each refused with its message"
 expect_fail 2 '--chunk: "192K" is not a power of two from 4K to 64M \(raid5; RAID 0 takes' \
 	tc create array x --level 5 --chunk 192K a0 a1 a2
+expect_fail 2 'give each leg of a RAID 50 / 60 as a device of its own' \
+	tc create array r60 --level 0 --chunk 192K "array:[$LA],[$LB]"
 tc create array r60 --level 0 --chunk 192K "$LA" "$LB" >/dev/null
 expect_fail 1 'a member that is an array goes in brackets: array:\[array:A,B,C\]' \
 	tc create backing "array:$LA,$LB" --name v60
