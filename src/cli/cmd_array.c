@@ -859,33 +859,35 @@ static int global_spare(int argc, char **argv, const char *control, bool json, b
 	return TC_EXIT_OK;
 }
 
-static int array_add_spare(int argc, char **argv, const char *control, bool json,
-			   bool force)
+/* `array SUB NAME DEVICE`: request @op for the array NAME with DEVICE (made absolute
+ * for the server) and "force" when @force; says "DEVICE @what" after. */
+static int device_change(int argc, char **argv, const char *control, bool json,
+			 const char *sub, const char *op, bool force, const char *what)
 {
 	if (argc - optind != 2)
-		return cli_usage("array add-spare: expected NAME DEVICE");
+		return cli_usage("array %s: expected NAME DEVICE", sub);
 	const char *name = argv[optind];
-	char abs[PATH_MAX], what[PATH_MAX + 32];
+	char abs[PATH_MAX], line[PATH_MAX + 64];
 	const char *dev = server_spec(argv[optind + 1], abs, sizeof(abs));
-	json_object *req = array_req("array_add_spare", name);
+	json_object *req = array_req(op, name);
 	json_object_object_add(req, "device", json_object_new_string(dev));
 	if (force)
 		json_object_object_add(req, "force", json_object_new_boolean(1));
-	snprintf(what, sizeof(what), "%s added as a hot spare", dev);
-	return array_change(control, req, json, name, what);
+	snprintf(line, sizeof(line), "%s %s", dev, what);
+	return array_change(control, req, json, name, line);
+}
+
+static int array_add_spare(int argc, char **argv, const char *control, bool json,
+			   bool force)
+{
+	return device_change(argc, argv, control, json, "add-spare", "array_add_spare", force,
+			     "added as a hot spare");
 }
 
 static int array_re_add(int argc, char **argv, const char *control, bool json)
 {
-	if (argc - optind != 2)
-		return cli_usage("array re-add: expected NAME DEVICE");
-	const char *name = argv[optind];
-	char abs[PATH_MAX], what[PATH_MAX + 64];
-	const char *dev = server_spec(argv[optind + 1], abs, sizeof(abs));
-	json_object *req = array_req("array_re_add", name);
-	json_object_object_add(req, "device", json_object_new_string(dev));
-	snprintf(what, sizeof(what), "%s back in its slot: resyncing what it missed", dev);
-	return array_change(control, req, json, name, what);
+	return device_change(argc, argv, control, json, "re-add", "array_re_add", false,
+			     "back in its slot: resyncing what it missed");
 }
 
 static int array_remove(int argc, char **argv, const char *control, bool json)
